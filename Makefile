@@ -1,0 +1,34 @@
+# One command to run, one to test, on a fresh machine: each builds .venv from pyproject.toml.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install run test lint migrate openapi bench
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+migrate: install
+	$(BIN)/python -m service migrate
+
+run: migrate
+	$(BIN)/python -m service serve
+
+openapi: install
+	$(BIN)/python -m service openapi > openapi/openapi.json
+
+bench: install
+	$(BIN)/python bench/run.py

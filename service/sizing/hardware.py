@@ -1,0 +1,46 @@
+"""GPUs and links as the core sees them: capacities in bytes, bandwidths in bytes per second."""
+
+from typing import Literal
+
+import msgspec
+
+from service.sizing.errors import require
+
+CapacityBasis = Literal["marketed", "driver"]
+"""marketed: the vendor's decimal GB (the seeds' method); driver: what nvidia-smi reports."""
+
+
+class LinkSpec(msgspec.Struct, frozen=True, kw_only=True):
+    slug: str
+    name: str = ""
+    kind: Literal["nvlink", "pcie", "c2c", "infiniband", "other"] = "other"
+    bytes_per_s_per_direction: int
+
+
+class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
+    slug: str
+    name: str = ""
+    memory_bytes: int
+    """Marketed capacity in decimal bytes (80 GB -> 80_000_000_000)."""
+    driver_visible_bytes: int = 0
+    """nvidia-smi "Total" in bytes (81,559 MiB -> 85_520_809_984); 0 when unknown."""
+    hbm_bytes_per_s: int
+    nvlink: LinkSpec | None = None
+    """The GPU-to-GPU fabric inside a node; None: splits run over PCIe."""
+    host_link: LinkSpec | None = None
+    fp8: bool = False
+    fp4: bool = False
+    gpus_per_node: int = 8
+
+    def capacity_bytes(self, basis: CapacityBasis) -> int:
+        if basis == "driver" and self.driver_visible_bytes:
+            return self.driver_visible_bytes
+        return self.memory_bytes
+
+
+def validate_gpu(gpu: GpuSpec, field: str = "gpu") -> GpuSpec:
+    require(gpu.memory_bytes > 0, f"{field}.memory_bytes", "must be positive")
+    require(gpu.driver_visible_bytes >= 0, f"{field}.driver_visible_bytes", "must not be negative")
+    require(gpu.hbm_bytes_per_s > 0, f"{field}.hbm_bytes_per_s", "must be positive")
+    require(gpu.gpus_per_node > 0, f"{field}.gpus_per_node", "must be positive")
+    return gpu

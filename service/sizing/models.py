@@ -1,0 +1,140 @@
+"""A model described by its architecture, not just a parameter count.
+
+Seed rule (part 7, "Weights worked out for five real models"): total parameters set the memory,
+active parameters set the compute and bandwidth per token. Both are kept; weights are always
+sized by the total, MoE included.
+"""
+
+from typing import Literal
+
+import msgspec
+
+from service.sizing.errors import SizingError, require
+
+LayerType = Literal["full", "sliding", "mla"]
+"""full: MHA/GQA/MQA over the whole context; sliding: attends to the last ``window`` tokens;
+mla: multi-head latent attention (one compressed latent per token, DeepSeek-V2/V3)."""
+
+
+class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
+    slug: str
+    name: str = ""
+    total_params: int
+    active_params: int = 0
+    """Parameters used per token (MoE); 0 means dense: the same as ``total_params``."""
+    layers: int
+    hidden_size: int
+    intermediate_size: int = 0
+    """FFN width of a dense layer, or of one expert in an MoE layer (0: unknown)."""
+    attention_heads: int
+    kv_heads: int
+    head_dim: int = 0
+    """0 means hidden_size / attention_heads (which must then divide)."""
+    vocab_size: int = 0
+    max_context_tokens: int
+    experts: int = 0
+    experts_per_token: int = 0
+    kv_lora_rank: int = 0
+    """MLA: width of the compressed KV latent (DeepSeek-V3: 512)."""
+    qk_rope_head_dim: int = 0
+    """MLA: the decoupled rotary key stored beside the latent (DeepSeek-V3: 64)."""
+    sliding_window_tokens: int = 0
+    layer_types: tuple[LayerType, ...] = ()
+    """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
+
+    @property
+    def resolved_head_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.attention_heads
+
+    @property
+    def resolved_active_params(self) -> int:
+        return self.active_params or self.total_params
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def resolved_layer_types(self) -> tuple[LayerType, ...]:
+        if self.layer_types:
+            return self.layer_types
+        return ("mla" if self.kv_lora_rank else "full",) * self.layers
+
+    def count_layers(self, kind: LayerType) -> int:
+        return sum(1 for t in self.resolved_layer_types if t == kind)
+
+
+def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
+    """Check an architecture for internal consistency; raise SizingError naming the field."""
+
+    def f(name: str) -> str:
+        return f"{field}.{name}"
+
+    require(bool(spec.slug.strip()), f("slug"), "must not be empty")
+    for name in ("total_params", "layers", "hidden_size", "attention_heads", "kv_heads"):
+        require(getattr(spec, name) > 0, f(name), "must be a positive integer")
+    require(spec.max_context_tokens > 0, f("max_context_tokens"), "must be a positive integer")
+    for name in (
+        "active_params",
+        "intermediate_size",
+        "head_dim",
+        "vocab_size",
+        "experts",
+        "experts_per_token",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "sliding_window_tokens",
+    ):
+        require(getattr(spec, name) >= 0, f(name), "must not be negative")
+    require(
+        spec.active_params <= spec.total_params,
+        f("active_params"),
+        "cannot exceed total_params",
+    )
+    require(
+        spec.kv_heads <= spec.attention_heads,
+        f("kv_heads"),
+        "cannot exceed attention_heads",
+    )
+    require(
+        spec.attention_heads % spec.kv_heads == 0,
+        f("kv_heads"),
+        "must divide attention_heads (each KV head serves a whole group of query heads)",
+    )
+    if not spec.head_dim:
+        require(
+            spec.hidden_size % spec.attention_heads == 0,
+            f("attention_heads"),
+            "must divide hidden_size when head_dim is not given",
+        )
+    if spec.experts or spec.experts_per_token:
+        require(spec.experts >= 2, f("experts"), "an MoE model needs at least 2 experts")
+        require(
+            1 <= spec.experts_per_token <= spec.experts,
+            f("experts_per_token"),
+            "must be between 1 and experts",
+        )
+    if spec.layer_types:
+        require(
+            len(spec.layer_types) == spec.layers,
+            f("layer_types"),
+            f"has {len(spec.layer_types)} entries for {spec.layers} layers",
+        )
+    kinds = set(spec.resolved_layer_types)
+    if "mla" in kinds:
+        require(spec.kv_lora_rank > 0, f("kv_lora_rank"), "MLA layers need a kv_lora_rank")
+    elif spec.kv_lora_rank:
+        raise SizingError(f("layer_types"), "kv_lora_rank is set but no layer is 'mla'")
+    if "sliding" in kinds:
+        require(
+            spec.sliding_window_tokens > 0,
+            f("sliding_window_tokens"),
+            "sliding layers need a window",
+        )
+    if spec.sliding_window_tokens:
+        require(
+            spec.sliding_window_tokens <= spec.max_context_tokens,
+            f("sliding_window_tokens"),
+            "cannot be larger than max_context_tokens",
+        )
+    return spec
