@@ -71,9 +71,15 @@ FORMATS: dict[str, NumberFormat] = {
         _plain("fp32", "FP32", 32, "any", "IEEE single precision: 32 bits, 4 bytes per value."),
         _plain("bf16", "BF16", 16, "any", "bfloat16: 16 bits, 2 bytes per value."),
         _plain("fp16", "FP16", 16, "any", "IEEE half precision: 16 bits, 2 bytes per value."),
-        _plain("fp8", "FP8 (E4M3)", 8, "fp8", "8-bit float, E4M3 layout: 8 bits, 1 byte per value."),
-        _plain("fp8-e4m3", "FP8 E4M3", 8, "fp8", "8-bit float, 4 exponent / 3 mantissa bits: 1 byte."),
-        _plain("fp8-e5m2", "FP8 E5M2", 8, "fp8", "8-bit float, 5 exponent / 2 mantissa bits: 1 byte."),
+        _plain(
+            "fp8", "FP8 (E4M3)", 8, "fp8", "8-bit float, E4M3 layout: 8 bits, 1 byte per value."
+        ),
+        _plain(
+            "fp8-e4m3", "FP8 E4M3", 8, "fp8", "8-bit float, 4 exponent / 3 mantissa bits: 1 byte."
+        ),
+        _plain(
+            "fp8-e5m2", "FP8 E5M2", 8, "fp8", "8-bit float, 5 exponent / 2 mantissa bits: 1 byte."
+        ),
         NumberFormat(
             slug="int8",
             name="INT8",

@@ -1,0 +1,93 @@
+"""The KV cache: what each token of each conversation leaves behind in every layer.
+
+Seed rule (part 7, "How much does the KV cache add?"): per token, 2 (key and value) x layers x
+KV heads x head size x bytes; multiply by tokens per conversation and conversations at once.
+Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
+- MLA (DeepSeek-V3) caches one latent of kv_lora_rank + qk_rope_head_dim values per token per
+  layer, no factor 2, and that latent is replicated on every tensor-parallel rank;
+- a sliding-window layer holds at most ``window`` tokens, so past the window it is a fixed
+  cost per conversation, not a per-token growth.
+"""
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+import msgspec
+
+from service.sizing.formats import NumberFormat
+from service.sizing.models import LayerType, ModelSpec
+from service.sizing.parallel import kv_heads_per_gpu
+from service.sizing.units import ceil_div
+
+
+class KvShape(msgspec.Struct, frozen=True, kw_only=True):
+    """What one GPU (or the whole model when tp=1 and all layers) holds per token."""
+
+    growth_bytes_per_token: int
+    """Full-attention and MLA layers: bytes per token of context, with no cap."""
+    sliding_bytes_per_token: int
+    """Sliding-window layers: bytes per token, only up to ``window_tokens`` tokens."""
+    window_tokens: int
+
+    def fixed_bytes_per_sequence(self, context_tokens: int) -> int:
+        """The sliding layers' part of one conversation: min(context, window) tokens."""
+        return self.sliding_bytes_per_token * min(context_tokens, self.window_tokens)
+
+    def bytes_per_sequence(self, context_tokens: int) -> int:
+        """One conversation of ``context_tokens`` tokens."""
+        return self.growth_bytes_per_token * context_tokens + self.fixed_bytes_per_sequence(
+            context_tokens
+        )
+
+
+def _layer_bytes_per_token(
+    model: ModelSpec, kind: LayerType, fmt: NumberFormat, tensor_parallel: int
+) -> Fraction:
+    if kind == "mla":
+        # One latent vector per token per layer, whole on every TP rank: never divided.
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * fmt.bytes_per_value
+    heads = kv_heads_per_gpu(model, tensor_parallel)
+    return 2 * heads * model.resolved_head_dim * fmt.bytes_per_value
+
+
+def kv_shape(
+    model: ModelSpec,
+    fmt: NumberFormat,
+    tensor_parallel: int = 1,
+    layers: Sequence[LayerType] | None = None,
+) -> KvShape:
+    """Per-token KV bytes on one GPU of a ``tensor_parallel`` group holding ``layers``
+    (default: every layer, i.e. the whole model when tp=1)."""
+    kinds = model.resolved_layer_types if layers is None else layers
+    growth = Fraction(0)
+    sliding = Fraction(0)
+    for kind in kinds:
+        cost = _layer_bytes_per_token(model, kind, fmt, tensor_parallel)
+        if kind == "sliding":
+            sliding += cost
+        else:
+            growth += cost
+    return KvShape(
+        growth_bytes_per_token=ceil_div(growth.numerator, growth.denominator),
+        sliding_bytes_per_token=ceil_div(sliding.numerator, sliding.denominator),
+        window_tokens=model.sliding_window_tokens,
+    )
+
+
+def kv_bytes_per_token(model: ModelSpec, fmt: NumberFormat) -> int:
+    """Whole-model growth per token of context (tp=1): 327,680 B for Llama 3.1 70B in 16-bit."""
+    return kv_shape(model, fmt).growth_bytes_per_token
+
+
+def naive_kv_bytes_per_token(model: ModelSpec, fmt: NumberFormat) -> int:
+    """The seed's formula applied to every layer as if it were full attention."""
+    per_layer = 2 * model.kv_heads * model.resolved_head_dim * fmt.bytes_per_value
+    total = per_layer * model.layers
+    return ceil_div(total.numerator, total.denominator)
+
+
+def kv_cache_bytes(
+    model: ModelSpec, fmt: NumberFormat, concurrency: int, context_tokens: int
+) -> int:
+    """Worst case, every conversation at full length (step 2 of the six-step method)."""
+    return concurrency * kv_shape(model, fmt).bytes_per_sequence(context_tokens)

@@ -1,0 +1,111 @@
+"""The matrix: models x formats as rows, GPUs as columns, each cell the fewest GPUs.
+
+Seed rule (part 7, "Which GPUs hold which models?"): each cell is the fewest GPUs that hold the
+model with a modest working load: 8 conversations of 8,192 tokens (16-bit KV in the BF16 rows,
+FP8 KV in the others), about 4 GB of overhead per GPU, each GPU filled to 90%. Splits come in
+1, 2, 4 or 8; beyond one server, pipeline stages across servers ("or two servers"). Amber cells
+fit with under 5% to spare.
+"""
+
+from collections.abc import Sequence
+
+import msgspec
+
+from service.sizing.errors import SizingError
+from service.sizing.formats import NumberFormat, default_kv_format
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.plan import AMBER_BELOW, Status, Workload, plan
+from service.sizing.weights import model_weight_bytes
+
+MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+"""One node of 8, then up to four nodes through pipeline stages."""
+
+SEED_MATRIX_WORKLOAD = Workload(splits=MATRIX_SPLITS)
+
+
+class MatrixCell(msgspec.Struct, frozen=True, kw_only=True):
+    gpu: str
+    gpu_count: int | None
+    """None: no allowed split holds it."""
+    tensor_parallel: int | None
+    pipeline_parallel: int | None
+    spare_fraction: float | None
+    spare_bytes: int | None
+    status: Status
+    amber: bool
+
+
+class MatrixRow(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    weight_format: str
+    kv_format: str
+    weights_bytes: int
+    cells: list[MatrixCell]
+
+
+class Matrix(msgspec.Struct, frozen=True, kw_only=True):
+    gpus: list[str]
+    workload: Workload
+    rows: list[MatrixRow]
+
+
+def matrix_cell(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+) -> MatrixCell:
+    try:
+        p = plan(model, gpu, weight_format, kv_format, workload)
+    except SizingError as exc:
+        if exc.field != "splits":
+            raise
+        p = None
+    if p is None or not p.fits:
+        return MatrixCell(
+            gpu=gpu.slug,
+            gpu_count=None,
+            tensor_parallel=None,
+            pipeline_parallel=None,
+            spare_fraction=None,
+            spare_bytes=None,
+            status="does_not_fit",
+            amber=False,
+        )
+    return MatrixCell(
+        gpu=gpu.slug,
+        gpu_count=p.gpu_count,
+        tensor_parallel=p.tensor_parallel,
+        pipeline_parallel=p.pipeline_parallel,
+        spare_fraction=p.spare_fraction,
+        spare_bytes=p.spare_bytes,
+        status=p.status,
+        amber=p.spare_fraction < AMBER_BELOW,
+    )
+
+
+def build_matrix(
+    models: Sequence[ModelSpec],
+    weight_formats: Sequence[NumberFormat],
+    gpus: Sequence[GpuSpec],
+    workload: Workload = SEED_MATRIX_WORKLOAD,
+    kv_format: NumberFormat | None = None,
+) -> Matrix:
+    """Every (model, format) row against every GPU column; the KV format follows the seed's
+    rule unless one is forced."""
+    rows: list[MatrixRow] = []
+    for model in models:
+        for fmt in weight_formats:
+            kv = kv_format or default_kv_format(fmt)
+            rows.append(
+                MatrixRow(
+                    model=model.slug,
+                    weight_format=fmt.slug,
+                    kv_format=kv.slug,
+                    weights_bytes=model_weight_bytes(model, fmt),
+                    cells=[matrix_cell(model, gpu, fmt, kv, workload) for gpu in gpus],
+                )
+            )
+    return Matrix(gpus=[g.slug for g in gpus], workload=workload, rows=rows)

@@ -1,0 +1,440 @@
+"""The plan: the fewest GPUs that hold the weights and the worst-case KV cache.
+
+Seed rule (part 7, "How do you check whether a model will fit, step by step?"):
+1. size the weights from total parameters;
+2. size the KV cache for the worst case, every conversation at full length;
+3. usable memory per GPU = capacity x utilisation - overhead (80 GB x 0.9 - 4 GB = 68 GB);
+4. divide and round up to 1, 2, 4 or 8 GPUs;
+5. under about 10% spare, look again.
+"""
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from service.sizing import advice
+from service.sizing.advice import PlanWarning
+from service.sizing.errors import SizingError, require
+from service.sizing.formats import NumberFormat
+from service.sizing.hardware import CapacityBasis, GpuSpec
+from service.sizing.kv import kv_bytes_per_token, kv_shape
+from service.sizing.models import ModelSpec
+from service.sizing.parallel import (
+    Split,
+    even_shares,
+    split_for,
+    split_problem,
+    stage_layers,
+)
+from service.sizing.speed import DecodeCeiling, decode_ceiling
+from service.sizing.units import exact, label_bytes
+from service.sizing.weights import active_weight_bytes, model_weight_bytes
+
+Status = Literal["fits", "tight", "amber", "does_not_fit"]
+
+TIGHT_BELOW = 0.10
+"""Seed, step 5: under about 10% spare, look again."""
+AMBER_BELOW = 0.05
+"""Seed, matrix legend: amber cells fit with under 5% to spare."""
+UTILISATION_WARN_ABOVE = 0.95
+
+DEFAULT_SPLITS: tuple[int, ...] = (1, 2, 4, 8)
+
+
+class Workload(msgspec.Struct, frozen=True, kw_only=True):
+    """What the GPUs must hold besides the weights, and how full they may be filled.
+
+    Defaults are the seeds' matrix workload: 8 conversations of 8,192 tokens, 90% fill and
+    about 4 GB of overhead (CUDA context, activations, graphs) per GPU.
+    """
+
+    concurrency: int = 8
+    context_tokens: int = 8192
+    gpu_memory_utilization: float = 0.9
+    overhead_bytes_per_gpu: int = 4_000_000_000
+    capacity_basis: CapacityBasis = "marketed"
+    splits: tuple[int, ...] = DEFAULT_SPLITS
+
+
+def validate_workload(workload: Workload) -> Workload:
+    require(workload.concurrency >= 1, "concurrency", "must be at least 1")
+    require(workload.context_tokens >= 1, "context_tokens", "must be at least 1")
+    require(
+        0 < workload.gpu_memory_utilization <= 1,
+        "gpu_memory_utilization",
+        "must be in (0, 1]",
+    )
+    require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
+    require(bool(workload.splits), "splits", "must name at least one GPU count")
+    require(all(n >= 1 for n in workload.splits), "splits", "GPU counts must be positive")
+    return workload
+
+
+class PerGpu(msgspec.Struct, frozen=True, kw_only=True):
+    """The busiest GPU of the split: capacity x utilisation = overhead + budget, and
+    budget = weights + kv_cache + spare, exactly."""
+
+    capacity_bytes: int
+    usable_bytes: int
+    budget_bytes: int
+    overhead_bytes: int
+    weights_bytes: int
+    kv_cache_bytes: int
+    spare_bytes: int
+    kv_pool_bytes: int
+
+
+class SplitAttempt(msgspec.Struct, frozen=True, kw_only=True):
+    gpu_count: int
+    outcome: Literal["fits", "too_small", "invalid"]
+    reason: str
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    gpu: str
+    weight_format: str
+    kv_format: str
+    capacity_basis: CapacityBasis
+    fits: bool
+    status: Status
+    gpu_count: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    nodes: int
+    weights_bytes: int
+    kv_bytes_per_token: int
+    """Whole-model KV growth per token of context (tp=1, no replication)."""
+    kv_cache_bytes: int
+    """Worst-case KV held across all GPUs of the split (replicated heads counted on each)."""
+    budget_bytes: int
+    spare_bytes: int
+    spare_fraction: float
+    kv_pool_bytes: int
+    """What is left for KV after the weights, across all GPUs (negative: the weights alone
+    do not fit)."""
+    kv_pool_tokens: int
+    """Tokens of context the pool holds, at the busiest GPU's growth per token."""
+    max_concurrency: int
+    """Whole conversations of ``context_tokens`` tokens the pool holds at once."""
+    concurrency: int
+    context_tokens: int
+    per_gpu: PerGpu
+    decode: DecodeCeiling
+    warnings: list[PlanWarning]
+    considered: list[SplitAttempt]
+
+
+def usable_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
+    """Seed step 3: capacity x utilisation (80 GB x 0.9 = 72 GB), exact to the byte."""
+    capacity = gpu.capacity_bytes(workload.capacity_basis)
+    return int(capacity * exact(workload.gpu_memory_utilization))
+
+
+def budget_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
+    """Seed step 3: minus the per-GPU overhead (72 GB - 4 GB = 68 GB for weights and cache)."""
+    return usable_bytes_per_gpu(gpu, workload) - workload.overhead_bytes_per_gpu
+
+
+def spare_status(spare_fraction: float) -> Status:
+    if spare_fraction < 0:
+        return "does_not_fit"
+    if spare_fraction < AMBER_BELOW:
+        return "amber"
+    if spare_fraction < TIGHT_BELOW:
+        return "tight"
+    return "fits"
+
+
+class _Layout(msgspec.Struct, frozen=True):
+    split: Split
+    per_gpu: PerGpu
+    total_weights: int
+    total_kv: int
+    total_budget: int
+    pool_tokens: int
+    max_concurrency: int
+    decode: DecodeCeiling
+
+
+def _layout(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+    split: Split,
+) -> _Layout:
+    """Lay the model out on one split and measure the busiest GPU."""
+    tp, pp = split.tensor_parallel, split.pipeline_parallel
+    total_weights = model_weight_bytes(model, weight_format)
+    weight_shares = even_shares(total_weights, split.gpu_count)
+    active_share = -(-active_weight_bytes(model, weight_format) // split.gpu_count)
+    usable = usable_bytes_per_gpu(gpu, workload)
+    budget = usable - workload.overhead_bytes_per_gpu
+    ctx, users = workload.context_tokens, workload.concurrency
+
+    total_kv = 0
+    busiest: PerGpu | None = None
+    pool_tokens = max_conc = -1
+    seq_kv_on_busiest = 0
+    for stage, layers in enumerate(stage_layers(model, pp)):
+        shape = kv_shape(model, kv_format, tp, layers)
+        seq_bytes = shape.bytes_per_sequence(ctx)
+        kv_gpu = users * seq_bytes
+        total_kv += kv_gpu * tp
+        weights_gpu = weight_shares[stage * tp]  # the stage's largest share comes first
+        pool = budget - weights_gpu
+        tokens = pool // shape.growth_bytes_per_token if shape.growth_bytes_per_token else 0
+        conc = pool // seq_bytes if seq_bytes else 0
+        pool_tokens = tokens if pool_tokens < 0 else min(pool_tokens, tokens)
+        max_conc = conc if max_conc < 0 else min(max_conc, conc)
+        candidate = PerGpu(
+            capacity_bytes=gpu.capacity_bytes(workload.capacity_basis),
+            usable_bytes=usable,
+            budget_bytes=budget,
+            overhead_bytes=workload.overhead_bytes_per_gpu,
+            weights_bytes=weights_gpu,
+            kv_cache_bytes=kv_gpu,
+            spare_bytes=budget - weights_gpu - kv_gpu,
+            kv_pool_bytes=pool,
+        )
+        if busiest is None or candidate.spare_bytes < busiest.spare_bytes:
+            busiest = candidate
+            seq_kv_on_busiest = seq_bytes
+    assert busiest is not None
+    decode = decode_ceiling(
+        active_weight_bytes_per_gpu=active_share,
+        kv_bytes_per_sequence_per_gpu=seq_kv_on_busiest,
+        concurrency=users,
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s,
+        pipeline_stages=pp,
+    )
+    return _Layout(
+        split=split,
+        per_gpu=busiest,
+        total_weights=total_weights,
+        total_kv=total_kv,
+        total_budget=budget * split.gpu_count,
+        pool_tokens=max(0, pool_tokens),
+        max_concurrency=max(0, max_conc),
+        decode=decode,
+    )
+
+
+def _warnings(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+    layout: _Layout,
+    status: Status,
+) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
+
+    def warn(code: str, message: str) -> None:
+        out.append(PlanWarning(code=code, message=message))
+
+    split = layout.split
+    if status == "does_not_fit":
+        warn(
+            advice.DOES_NOT_FIT,
+            f"No allowed split of {gpu.slug} holds the weights plus the worst-case KV cache; "
+            f"the closest was {split.gpu_count} GPU(s).",
+        )
+    if workload.context_tokens >= model.max_context_tokens:
+        warn(
+            advice.CONTEXT_AT_OR_ABOVE_MAX,
+            f"The context of {workload.context_tokens:,} tokens is at or above the model's "
+            f"maximum of {model.max_context_tokens:,}; set what the application needs.",
+        )
+    if model.is_moe:
+        warn(
+            advice.MOE_SIZED_BY_TOTAL,
+            f"Mixture of experts: memory is sized by all {model.total_params:,} parameters; "
+            f"each token computes with about {model.resolved_active_params:,}.",
+        )
+    if workload.gpu_memory_utilization > UTILISATION_WARN_ABOVE:
+        warn(
+            advice.UTILISATION_ABOVE_095,
+            f"Filling each GPU to {workload.gpu_memory_utilization:.0%} leaves no room for "
+            "activation peaks or other processes; plan to about 90%.",
+        )
+    if split.gpu_count > 1 and gpu.nvlink is None:
+        warn(
+            advice.SPLIT_OVER_PCIE,
+            f"{gpu.slug} has no NVLink: the {split.gpu_count}-GPU split talks over PCIe, "
+            "so it holds less and runs slower than one larger card.",
+        )
+    one_gpu_budget = layout.per_gpu.budget_bytes
+    if layout.total_weights > one_gpu_budget:
+        warn(
+            advice.WEIGHTS_EXCEED_ONE_GPU,
+            f"The weights alone ({label_bytes(layout.total_weights)}) are larger than one "
+            f"GPU's budget ({label_bytes(one_gpu_budget)}).",
+        )
+    if status in ("tight", "amber"):
+        warn(
+            advice.SPARE_UNDER_10_PERCENT,
+            "Under 10% spare: look again; it holds only while conversations are rarely all "
+            "at full length together.",
+        )
+    for role, fmt in (("weights", weight_format), ("KV cache", kv_format)):
+        if (fmt.needs == "fp8" and not gpu.fp8) or (fmt.needs == "fp4" and not gpu.fp4):
+            warn(
+                advice.FORMAT_NOT_NATIVE,
+                f"{gpu.slug} has no hardware {fmt.needs.upper()} support: {fmt.name} "
+                f"{role} are emulated or dequantised, which costs speed.",
+            )
+    tp = split.tensor_parallel
+    if tp > 1 and model.kv_lora_rank:
+        warn(
+            advice.KV_REPLICATED,
+            f"MLA keeps the whole latent on each of the {tp} tensor-parallel GPUs: the KV "
+            "cache does not shrink with the split.",
+        )
+    elif tp > model.kv_heads:
+        warn(
+            advice.KV_REPLICATED,
+            f"{model.kv_heads} KV heads on {tp} GPUs: each head is replicated "
+            f"{tp // model.kv_heads} times, multiplying the KV cache.",
+        )
+    if split.nodes > 1:
+        warn(
+            advice.PIPELINE_ACROSS_NODES,
+            f"{split.nodes} nodes of {split.tensor_parallel} GPUs: the layers are split into "
+            f"{split.pipeline_parallel} pipeline stages across the inter-node network.",
+        )
+    return out
+
+
+def _finish(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+    layout: _Layout,
+    considered: list[SplitAttempt],
+) -> Plan:
+    spare = layout.total_budget - layout.total_weights - layout.total_kv
+    fraction = spare / layout.total_budget if layout.total_budget > 0 else -1.0
+    per = layout.per_gpu
+    busiest_fraction = per.spare_bytes / per.budget_bytes if per.budget_bytes > 0 else -1.0
+    status = spare_status(min(fraction, busiest_fraction))
+    return Plan(
+        model=model.slug,
+        gpu=gpu.slug,
+        weight_format=weight_format.slug,
+        kv_format=kv_format.slug,
+        capacity_basis=workload.capacity_basis,
+        fits=status != "does_not_fit",
+        status=status,
+        gpu_count=layout.split.gpu_count,
+        tensor_parallel=layout.split.tensor_parallel,
+        pipeline_parallel=layout.split.pipeline_parallel,
+        nodes=layout.split.nodes,
+        weights_bytes=layout.total_weights,
+        kv_bytes_per_token=kv_bytes_per_token(model, kv_format),
+        kv_cache_bytes=layout.total_kv,
+        budget_bytes=layout.total_budget,
+        spare_bytes=spare,
+        spare_fraction=fraction,
+        kv_pool_bytes=layout.total_budget - layout.total_weights,
+        kv_pool_tokens=layout.pool_tokens,
+        max_concurrency=layout.max_concurrency,
+        concurrency=workload.concurrency,
+        context_tokens=workload.context_tokens,
+        per_gpu=per,
+        decode=layout.decode,
+        warnings=_warnings(model, gpu, weight_format, kv_format, workload, layout, status),
+        considered=considered,
+    )
+
+
+def plan_split(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+    gpu_count: int,
+) -> Plan:
+    """The plan for exactly ``gpu_count`` GPUs, fitting or not."""
+    validate_workload(workload)
+    split = split_for(gpu_count, gpu.gpus_per_node)
+    problem = split_problem(model, split)
+    if problem:
+        raise SizingError("gpu_count", problem)
+    layout = _layout(model, gpu, weight_format, kv_format, workload, split)
+    return _finish(model, gpu, weight_format, kv_format, workload, layout, [])
+
+
+def plan(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+) -> Plan:
+    """Seed step 4: the fewest GPUs among the allowed splits that hold it all.
+
+    When none does, the answer is the largest valid split, marked does_not_fit.
+    """
+    validate_workload(workload)
+    considered: list[SplitAttempt] = []
+    last: _Layout | None = None
+    for count in sorted(set(workload.splits)):
+        try:
+            split = split_for(count, gpu.gpus_per_node)
+        except SizingError as exc:
+            considered.append(SplitAttempt(gpu_count=count, outcome="invalid", reason=exc.message))
+            continue
+        problem = split_problem(model, split)
+        if problem:
+            considered.append(SplitAttempt(gpu_count=count, outcome="invalid", reason=problem))
+            continue
+        layout = _layout(model, gpu, weight_format, kv_format, workload, split)
+        last = layout
+        if layout.per_gpu.spare_bytes >= 0:
+            considered.append(
+                SplitAttempt(gpu_count=count, outcome="fits", reason="holds weights and KV cache")
+            )
+            return _finish(model, gpu, weight_format, kv_format, workload, layout, considered)
+        short = -layout.per_gpu.spare_bytes
+        considered.append(
+            SplitAttempt(
+                gpu_count=count,
+                outcome="too_small",
+                reason=f"the busiest GPU is {label_bytes(short)} short",
+            )
+        )
+    if last is None:
+        reasons = "; ".join(f"{a.gpu_count}: {a.reason}" for a in considered)
+        raise SizingError("splits", f"no allowed GPU count can split {model.slug}: {reasons}")
+    return _finish(model, gpu, weight_format, kv_format, workload, last, considered)
+
+
+def rank_key(p: Plan) -> tuple[bool, int, float]:
+    """Best first: plans that fit, then the fewest GPUs, then the most spare."""
+    return (not p.fits, p.gpu_count, -p.spare_fraction)
+
+
+def rank_gpus(
+    model: ModelSpec,
+    gpus: Sequence[GpuSpec],
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+) -> list[Plan]:
+    """One plan per GPU, best first; GPUs no split can serve are left out."""
+    plans: list[Plan] = []
+    for gpu in gpus:
+        try:
+            plans.append(plan(model, gpu, weight_format, kv_format, workload))
+        except SizingError as exc:
+            if exc.field != "splits":
+                raise
+    return sorted(plans, key=rank_key)

@@ -1,0 +1,51 @@
+"""Model specs: architecture fields and their validation."""
+
+import msgspec
+import pytest
+
+from service.sizing.errors import SizingError
+from service.sizing.models import validate_model
+from tests.unit.sizing.specs import DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B, LLAMA_70B
+
+
+def test_layer_kinds_resolve_from_the_architecture() -> None:
+    assert LLAMA_70B.count_layers("full") == 80
+    assert DEEPSEEK_V3.count_layers("mla") == 61
+    assert (GPT_OSS_120B.count_layers("full"), GPT_OSS_120B.count_layers("sliding")) == (18, 18)
+    assert (GEMMA_3_27B.count_layers("full"), GEMMA_3_27B.count_layers("sliding")) == (10, 52)
+    assert LLAMA_70B.resolved_head_dim == 128  # 8192 / 64
+    assert LLAMA_70B.resolved_active_params == LLAMA_70B.total_params
+    assert DEEPSEEK_V3.is_moe and not LLAMA_70B.is_moe
+
+
+def test_shipped_shapes_validate() -> None:
+    for spec in (LLAMA_70B, DEEPSEEK_V3, GPT_OSS_120B, GEMMA_3_27B):
+        assert validate_model(spec) is spec
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"total_params": -1}, "model_spec.total_params"),
+        ({"attention_heads": 0}, "model_spec.attention_heads"),
+        ({"kv_heads": 0}, "model_spec.kv_heads"),
+        ({"kv_heads": 7}, "model_spec.kv_heads"),
+        ({"kv_heads": 128}, "model_spec.kv_heads"),
+        ({"layers": 0}, "model_spec.layers"),
+        ({"hidden_size": 8100}, "model_spec.attention_heads"),
+        ({"active_params": 10**12}, "model_spec.active_params"),
+        ({"experts": 1, "experts_per_token": 1}, "model_spec.experts"),
+        ({"layer_types": ("full",) * 3}, "model_spec.layer_types"),
+        ({"layer_types": ("sliding",) * 80}, "model_spec.sliding_window_tokens"),
+        ({"sliding_window_tokens": 200_000}, "model_spec.sliding_window_tokens"),
+        ({"slug": " "}, "model_spec.slug"),
+        ({"max_context_tokens": 0}, "model_spec.max_context_tokens"),
+        ({"kv_lora_rank": 512, "layer_types": ("full",) * 80}, "model_spec.layer_types"),
+    ],
+)
+def test_bad_architecture_raises_one_error_naming_the_field(
+    change: dict[str, object], field: str
+) -> None:
+    with pytest.raises(SizingError) as info:
+        validate_model(msgspec.structs.replace(LLAMA_70B, **change))
+    assert info.value.field == field
