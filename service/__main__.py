@@ -1,0 +1,77 @@
+"""python -m service {serve,migrate,openapi,keys create}."""
+
+import argparse
+import asyncio
+import json
+import sys
+
+from service.settings import Settings
+
+
+def openapi_json() -> str:
+    """The live spec as openapi/openapi.json holds it: sorted keys, stable, newline-terminated."""
+    from service.app import create_app
+
+    schema = create_app(Settings()).openapi_schema.to_schema()
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+async def _create_key(settings: Settings, principal: str, role: str) -> str:
+    from service.auth import create_key
+    from service.db import create_engine
+
+    engine = create_engine(settings.database_url)
+    try:
+        from sqlalchemy.ext.asyncio import async_sessionmaker
+
+        async with async_sessionmaker(engine)() as session, session.begin():
+            return await create_key(session, principal, role)  # type: ignore[arg-type]
+    finally:
+        await engine.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP service (uvicorn)")
+    serve.add_argument("--host", help="default: HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: PORT or 8000")
+    commands.add_parser("migrate", help="upgrade the database (DATABASE_URL) to the head revision")
+    commands.add_parser("openapi", help="print the OpenAPI spec (what openapi/openapi.json holds)")
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", help="create a key; prints it on the last line")
+    create.add_argument("--principal", required=True)
+    create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+
+    if args.command == "migrate":
+        from service.db import migrate
+
+        migrate(settings.database_url)
+    elif args.command == "openapi":
+        sys.stdout.write(openapi_json())
+    elif args.command == "keys":
+        key = asyncio.run(_create_key(settings, args.principal, args.role))
+        print(f"created a {args.role} key for {args.principal}; it is shown once:")
+        print(key)
+    elif args.command == "serve":
+        import uvicorn
+
+        from service.app import create_app
+
+        if settings.is_default_sqlite:  # one command on a fresh clone: migrate the file first
+            from service.db import migrate
+
+            migrate(settings.database_url)
+        uvicorn.run(
+            create_app(settings),
+            host=args.host or settings.host,
+            port=args.port or settings.port,
+            log_level=settings.log_level.lower(),
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""HTTP layer: controllers, request/answer Structs, error mapping, guards."""

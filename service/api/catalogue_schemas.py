@@ -1,0 +1,118 @@
+"""Request and answer Structs of the catalogue endpoints (one Struct per resource: the body of a
+create or replace is the row as it is answered). Bounds keep every value storable and every
+computation on it finite; unknown fields are ignored."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+# PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in the database.
+_NO_NUL = r"^[^\x00]*$"
+MAX_SAFE_INT = 2**53  # JSON numbers stay exact up to here
+INT32 = 2**31 - 1
+
+Slug = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[a-z0-9][a-z0-9._-]*$",
+        description="Lowercase, stable once published.",
+    ),
+]
+Name = Annotated[str, Meta(max_length=200, pattern=_NO_NUL)]
+LongText = Annotated[str, Meta(max_length=4000, pattern=_NO_NUL)]
+Source = Annotated[str, Meta(min_length=1, max_length=1000, pattern=_NO_NUL)]
+Sources = Annotated[list[Source], Meta(max_length=50)]
+Aliases = Annotated[list[Slug], Meta(max_length=20)]
+PositiveBytes = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
+Bytes = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
+PositiveCount = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
+Count = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
+# Architecture sizes: far above any real model, low enough that a per-layer loop stays cheap.
+Layers = Annotated[int, Meta(gt=0, le=4096)]
+Width = Annotated[int, Meta(gt=0, le=2**20)]
+OptionalWidth = Annotated[int, Meta(ge=0, le=2**20)]
+Tokens = Annotated[int, Meta(gt=0, le=2**30)]
+OptionalTokens = Annotated[int, Meta(ge=0, le=2**30)]
+Bits = Annotated[int, Meta(ge=0, le=64)]
+BlockSize = Annotated[int, Meta(ge=0, le=2**20)]
+
+
+class InterconnectBody(msgspec.Struct, kw_only=True):
+    slug: Slug
+    name: Name = ""
+    kind: Literal["nvlink", "pcie", "c2c", "infiniband", "other"]
+    bytes_per_s_per_direction: PositiveBytes
+    aliases: Aliases = []
+    notes: LongText = ""
+    sources: Sources = []
+
+
+class GpuBody(msgspec.Struct, kw_only=True):
+    slug: Slug
+    name: Name = ""
+    vendor: Name = ""
+    architecture: Name = ""
+    memory_type: Name = ""
+    memory_bytes: PositiveBytes
+    """Marketed capacity in decimal bytes (80 GB -> 80000000000)."""
+    driver_visible_bytes: Bytes = 0
+    """nvidia-smi "Total" in bytes (81,559 MiB -> 85520809984); 0 when unknown."""
+    hbm_bytes_per_s: PositiveBytes
+    nvlink: Slug | None = None
+    """Interconnect slug of the GPU-to-GPU fabric; null: splits run over PCIe."""
+    host_link: Slug | None = None
+    fp8: bool = False
+    fp4: bool = False
+    gpus_per_node: Annotated[int, Meta(gt=0, le=4096)] = 8
+    bf16_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] | None = None
+    tdp_w: Annotated[int, Meta(gt=0, le=100_000)] | None = None
+    aliases: Aliases = []
+    notes: LongText = ""
+    sources: Sources = []
+
+
+class ModelBody(msgspec.Struct, kw_only=True):
+    slug: Slug
+    name: Name = ""
+    total_params: PositiveCount
+    active_params: Count = 0
+    """Read per token; MoE rows exclude the input embedding; 0 or total_params: dense."""
+    active_params_incl_embedding: Count | None = None
+    layers: Layers
+    hidden_size: Width
+    intermediate_size: OptionalWidth = 0
+    attention_heads: Width
+    kv_heads: Width
+    head_dim: OptionalWidth = 0
+    vocab_size: Annotated[int, Meta(ge=0, le=INT32)] = 0
+    max_context_tokens: Tokens
+    experts: Annotated[int, Meta(ge=0, le=65536)] = 0
+    experts_per_token: Annotated[int, Meta(ge=0, le=65536)] = 0
+    kv_lora_rank: OptionalWidth = 0
+    qk_rope_head_dim: OptionalWidth = 0
+    sliding_window_tokens: OptionalTokens = 0
+    layer_types: Annotated[list[Literal["full", "sliding", "mla"]], Meta(max_length=4096)] = []
+    """One entry per layer; empty: every layer full attention (MLA when kv_lora_rank)."""
+    aliases: Aliases = []
+    notes: LongText = ""
+    sources: Sources = []
+
+
+class FormatBody(msgspec.Struct, kw_only=True):
+    slug: Slug
+    name: Name = ""
+    value_bits: Annotated[int, Meta(gt=0, le=64)]
+    block_size: BlockSize = 0
+    scale_bits: Bits = 0
+    zero_point_bits: Bits = 0
+    super_block_size: BlockSize = 0
+    super_scale_bits: Bits = 0
+    needs: Literal["any", "fp8", "fp4"] = "any"
+    kv_capable: bool = False
+    description: LongText = ""
+    aliases: Aliases = []
+    notes: LongText = ""
+    sources: Sources = []

@@ -1,0 +1,181 @@
+"""RFC 9457 problem details for every error, and the OpenAPI entries that document them.
+
+Shape (application/problem+json): ``type``, ``title``, ``status``, ``detail``, ``instance``, plus
+``errors``: a list of {``field``, ``message``} naming the offending input (dotted for nesting,
+e.g. ``model_spec.kv_heads``; a query or path parameter by its name), and ``suggestions``: the
+closest known slugs when a slug is unknown or ambiguous.
+
+Status codes: 400 the request does not parse into the declared types or bounds; 422 it parses
+but makes no sense (the sizing core or a catalogue check says why); 404 unknown slug or route;
+409 duplicate slug or a row still in use; 401/403 auth; 413 body over the limit; 500 a bug.
+"""
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import msgspec
+from advanced_alchemy.exceptions import IntegrityError as RepositoryIntegrityError
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
+from sqlalchemy.exc import IntegrityError as SQLAlchemyIntegrityError
+
+from service.catalogue.errors import NotFound
+from service.sizing.errors import SizingError
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("service.api")
+
+
+class FieldError(msgspec.Struct, frozen=True):
+    field: str
+    message: str
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    type: str
+    title: str
+    status: int
+    detail: str = ""
+    instance: str = ""
+    errors: list[FieldError] = []
+    suggestions: list[str] = []
+
+
+class Conflict(Exception):
+    """A write that would break a rule of the catalogue (duplicate slug, row still in use)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def problem_response(
+    request: Request[Any, Any, Any],
+    status: int,
+    detail: str = "",
+    *,
+    type_: str = "about:blank",
+    errors: list[FieldError] | None = None,
+    suggestions: list[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[Problem]:
+    problem = Problem(
+        type=type_,
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        instance=request.url.path,
+        errors=errors or [],
+        suggestions=suggestions or [],
+    )
+    return Response(problem, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _validation_errors(exc: ValidationException) -> list[FieldError]:
+    """Litestar lists what failed to parse as {message, key, source}; keep key as the field."""
+    errors = []
+    for item in exc.extra if isinstance(exc.extra, list) else []:
+        if isinstance(item, dict):
+            key = str(item.get("key") or item.get("source") or "body")
+            errors.append(FieldError(field=key, message=str(item.get("message", ""))))
+    return errors
+
+
+def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    status = exc.status_code
+    errors = _validation_errors(exc) if isinstance(exc, ValidationException) else []
+    if status >= 500:
+        log.error("server error on %s %s: %s", request.method, request.url.path, exc.detail)
+    return problem_response(
+        request, status, str(exc.detail), errors=errors, headers=dict(exc.headers or {})
+    )
+
+
+def sizing_error_handler(request: Request[Any, Any, Any], exc: SizingError) -> Response[Any]:
+    return problem_response(
+        request,
+        422,
+        exc.message,
+        type_="urn:gpu-planner:invalid-input",
+        errors=[FieldError(exc.field, exc.message)],
+    )
+
+
+def not_found_handler(request: Request[Any, Any, Any], exc: NotFound) -> Response[Any]:
+    return problem_response(
+        request,
+        exc.status,
+        exc.message,
+        type_="urn:gpu-planner:ambiguous-slug" if exc.ambiguous else "urn:gpu-planner:unknown-slug",
+        errors=[FieldError(exc.field, exc.message)],
+        suggestions=exc.suggestions,
+    )
+
+
+def conflict_handler(request: Request[Any, Any, Any], exc: Conflict) -> Response[Any]:
+    return problem_response(
+        request,
+        409,
+        exc.message,
+        type_="urn:gpu-planner:conflict",
+        errors=[FieldError(exc.field, exc.message)],
+    )
+
+
+def integrity_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # The checks in the controllers name the field; this catches what slips past them (a race
+    # between two writers): the unique and foreign-key constraints still hold.
+    return problem_response(
+        request,
+        409,
+        "the write conflicts with existing rows (duplicate slug or a row still in use)",
+        type_="urn:gpu-planner:conflict",
+    )
+
+
+def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(request, 500, "internal error; it has been logged")
+
+
+EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    HTTPException: http_exception_handler,
+    SizingError: sizing_error_handler,
+    NotFound: not_found_handler,
+    Conflict: conflict_handler,
+    RepositoryIntegrityError: integrity_error_handler,
+    SQLAlchemyIntegrityError: integrity_error_handler,
+    Exception: internal_error_handler,
+}
+
+_DESCRIPTIONS = {
+    400: "The request does not parse into the declared types or bounds; errors name the fields.",
+    401: "No valid API key (Authorization: Bearer <key>).",
+    403: "The key's role is too low for this operation.",
+    404: "Unknown slug (suggestions lists the closest) or route.",
+    409: "Duplicate slug, or the row is still referenced.",
+    413: "Request body larger than the limit.",
+    422: "The input parses but is not consistent; errors name the fields.",
+    500: "Internal error (logged).",
+    503: "Not ready: the database does not answer or is not migrated to head.",
+}
+
+
+def problems(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries documenting ``statuses`` as problem+json (plus 500, always possible)."""
+    return {
+        status: ResponseSpec(
+            data_container=Problem,
+            media_type=PROBLEM_JSON,
+            description=_DESCRIPTIONS[status],
+            generate_examples=False,
+        )
+        for status in sorted({*statuses, 500})
+    }
+
+
+READ = (400, 401, 403, 404)
+WRITE = (400, 401, 403, 404, 409, 413, 422)

@@ -1,0 +1,1 @@
+"""The catalogue: GPUs, interconnects, models and number formats, kept in the database."""

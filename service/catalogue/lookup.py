@@ -1,0 +1,100 @@
+"""Find catalogue rows by slug or short alias and turn them into the core's specs.
+
+Resolution order: the exact slug; else the rows listing the name as an alias; else the rows whose
+slug starts with "<name>-". One match wins; several are ambiguous (404 listing them); none is a
+404 suggesting the closest slugs (difflib).
+"""
+
+import difflib
+from collections.abc import Sequence
+from typing import TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
+from service.catalogue.errors import NotFound
+from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.sizing.formats import NumberFormat
+from service.sizing.hardware import GpuSpec, LinkSpec
+from service.sizing.models import ModelSpec
+
+Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
+
+KIND = {Gpu: "gpu", Interconnect: "interconnect", Model: "model", Format: "number format"}
+
+
+def normalise(name: str) -> str:
+    """What people type -> slug spelling: 'H100 SXM' -> 'h100-sxm'."""
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
+def closest(
+    name: str, rows: Sequence[Gpu | Interconnect | Model | Format], n: int = 3
+) -> list[str]:
+    """The slugs nearest to ``name``, matching on slugs and aliases alike."""
+    owner: dict[str, str] = {}
+    for row in rows:
+        owner.setdefault(row.slug, row.slug)
+        for alias in row.aliases:
+            owner.setdefault(alias, row.slug)
+    matches = difflib.get_close_matches(name, list(owner), n=n * 2, cutoff=0.5)
+    return list(dict.fromkeys(owner[m] for m in matches))[:n]
+
+
+async def resolve(
+    session: AsyncSession, table: type[Row], name: str, field: str, *, status: int = 404
+) -> Row:
+    """The row ``name`` means, or NotFound naming ``field``."""
+    key = normalise(name)
+    row = await session.scalar(select(table).where(table.slug == key))
+    if row is not None:
+        return row
+    rows = list((await session.scalars(select(table).order_by(table.slug))).all())
+    candidates = [r for r in rows if key in r.aliases] or [
+        r for r in rows if key and r.slug.startswith(key + "-")
+    ]
+    if len(candidates) == 1:
+        return candidates[0]
+    kind = KIND[table]
+    if candidates:
+        slugs = [r.slug for r in candidates]
+        raise NotFound(
+            field=field, slug=name, kind=kind, suggestions=slugs, ambiguous=True, status=status
+        )
+    raise NotFound(field=field, slug=name, kind=kind, suggestions=closest(key, rows), status=status)
+
+
+async def _links(session: AsyncSession) -> dict[str, LinkSpec]:
+    rows = (await session.scalars(select(Interconnect))).all()
+    return {row.slug: link_spec_of(row) for row in rows}
+
+
+async def gpu_spec(session: AsyncSession, slug: str, field: str = "gpu") -> GpuSpec:
+    row = await resolve(session, Gpu, slug, field)
+    return gpu_spec_of(row, await _links(session))
+
+
+async def all_gpu_specs(session: AsyncSession) -> list[GpuSpec]:
+    """Every catalogue GPU, ordered by slug."""
+    links = await _links(session)
+    rows = (await session.scalars(select(Gpu).order_by(Gpu.slug))).all()
+    return [gpu_spec_of(row, links) for row in rows]
+
+
+async def model_spec(session: AsyncSession, slug: str, field: str = "model") -> ModelSpec:
+    return model_spec_of(await resolve(session, Model, slug, field))
+
+
+async def all_model_specs(session: AsyncSession) -> list[ModelSpec]:
+    """Every catalogue model, ordered by slug."""
+    rows = (await session.scalars(select(Model).order_by(Model.slug))).all()
+    return [model_spec_of(row) for row in rows]
+
+
+async def link_spec(session: AsyncSession, slug: str, field: str = "link") -> LinkSpec:
+    return link_spec_of(await resolve(session, Interconnect, slug, field))
+
+
+async def number_format(session: AsyncSession, slug: str, field: str) -> NumberFormat:
+    return number_format_of(await resolve(session, Format, slug, field))

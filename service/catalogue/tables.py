@@ -1,0 +1,101 @@
+"""ORM tables of the catalogue. Every row has a lowercase unique slug, aliases, notes and sources.
+
+Sizes are bytes and bandwidths bytes per second (BigInteger: 192 GB does not fit in 32 bits).
+The migration in migrations/versions/0001 is the schema of record; keep the two in step.
+"""
+
+from typing import Any
+
+from advanced_alchemy.base import IdentityAuditBase
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+SLUG_LENGTH = 64
+# advanced-alchemy's JsonB fails on SQLAlchemy 2.1 (util.portable_instancemethod is gone).
+JsonList = JSON().with_variant(JSONB(), "postgresql")
+
+
+class CatalogueRow:
+    """Columns every catalogue table shares (a mixin; the tables add their own)."""
+
+    slug: Mapped[str] = mapped_column(String(SLUG_LENGTH), unique=True, index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    aliases: Mapped[list[str]] = mapped_column(JsonList, default=list)
+    """Short names people type (h100 -> h100-sxm); a lookup resolves one only when unambiguous."""
+    notes: Mapped[str] = mapped_column(Text, default="")
+    sources: Mapped[list[str]] = mapped_column(JsonList, default=list)
+
+
+class Interconnect(CatalogueRow, IdentityAuditBase):
+    __tablename__ = "interconnects"
+
+    kind: Mapped[str] = mapped_column(String(16))
+    bytes_per_s_per_direction: Mapped[int] = mapped_column(BigInteger)
+
+
+class Gpu(CatalogueRow, IdentityAuditBase):
+    __tablename__ = "gpus"
+
+    vendor: Mapped[str] = mapped_column(String(64), default="")
+    architecture: Mapped[str] = mapped_column(String(128), default="")
+    memory_type: Mapped[str] = mapped_column(String(64), default="")
+    memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    driver_visible_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    hbm_bytes_per_s: Mapped[int] = mapped_column(BigInteger)
+    # Links by slug: stable public names, and a delete of a link still in use fails (409).
+    nvlink: Mapped[str | None] = mapped_column(
+        String(SLUG_LENGTH), ForeignKey("interconnects.slug", ondelete="RESTRICT"), nullable=True
+    )
+    host_link: Mapped[str | None] = mapped_column(
+        String(SLUG_LENGTH), ForeignKey("interconnects.slug", ondelete="RESTRICT"), nullable=True
+    )
+    fp8: Mapped[bool] = mapped_column(Boolean, default=False)
+    fp4: Mapped[bool] = mapped_column(Boolean, default=False)
+    gpus_per_node: Mapped[int] = mapped_column(Integer, default=8)
+    bf16_dense_tflops: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tdp_w: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class Model(CatalogueRow, IdentityAuditBase):
+    __tablename__ = "models"
+
+    total_params: Mapped[int] = mapped_column(BigInteger)
+    active_params: Mapped[int] = mapped_column(BigInteger)
+    """Read per decode step: MoE excludes the input embedding (a row lookup); dense = total."""
+    active_params_incl_embedding: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    layers: Mapped[int] = mapped_column(Integer)
+    hidden_size: Mapped[int] = mapped_column(Integer)
+    intermediate_size: Mapped[int] = mapped_column(Integer, default=0)
+    attention_heads: Mapped[int] = mapped_column(Integer)
+    kv_heads: Mapped[int] = mapped_column(Integer)
+    head_dim: Mapped[int] = mapped_column(Integer, default=0)
+    vocab_size: Mapped[int] = mapped_column(Integer, default=0)
+    max_context_tokens: Mapped[int] = mapped_column(Integer)
+    experts: Mapped[int] = mapped_column(Integer, default=0)
+    experts_per_token: Mapped[int] = mapped_column(Integer, default=0)
+    kv_lora_rank: Mapped[int] = mapped_column(Integer, default=0)
+    qk_rope_head_dim: Mapped[int] = mapped_column(Integer, default=0)
+    sliding_window_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    layer_types: Mapped[list[str]] = mapped_column(JsonList, default=list)
+
+
+class Format(CatalogueRow, IdentityAuditBase):
+    __tablename__ = "number_formats"
+
+    value_bits: Mapped[int] = mapped_column(Integer)
+    block_size: Mapped[int] = mapped_column(Integer, default=0)
+    scale_bits: Mapped[int] = mapped_column(Integer, default=0)
+    zero_point_bits: Mapped[int] = mapped_column(Integer, default=0)
+    super_block_size: Mapped[int] = mapped_column(Integer, default=0)
+    super_scale_bits: Mapped[int] = mapped_column(Integer, default=0)
+    needs: Mapped[str] = mapped_column(String(8), default="any")
+    kv_capable: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+CatalogueTable = Interconnect | Gpu | Model | Format
+
+
+def column_values(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in names}

@@ -1,0 +1,65 @@
+"""One Settings Struct, read from environment variables. Only create_app and the CLI read it."""
+
+import os
+from pathlib import Path
+
+import msgspec
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///var/planner.db"
+MiB = 2**20
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    database_url: str = DEFAULT_DATABASE_URL
+    """SQLAlchemy async URL: the default SQLite file, or postgresql+psycopg://user@host:port/db."""
+    require_auth: bool = False
+    """When true, catalogue reads and computations need a key (viewer or above) too."""
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_request_body_bytes: int = MiB
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if environ is None else environ)
+        raw: dict[str, str] = {
+            name: env[name.upper()]
+            for name in cls.__struct_fields__
+            if env.get(name.upper(), "").strip()
+        }
+        # msgspec converts "8000" -> 8000 and "true"/"1" -> True with strict=False.
+        return msgspec.convert(raw, cls, strict=False)
+
+    @property
+    def is_default_sqlite(self) -> bool:
+        return self.database_url == DEFAULT_DATABASE_URL
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file behind a SQLite URL (None for other databases or in-memory SQLite)."""
+    prefix, _, rest = database_url.partition(":///")
+    if not prefix.startswith("sqlite") or not rest or rest == ":memory:":
+        return None
+    return Path(rest.split("?", 1)[0])
+
+
+def ensure_sqlite_directory(database_url: str) -> None:
+    """SQLite creates the file but not its folder (var/ on a fresh clone)."""
+    path = sqlite_path(database_url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def sync_url(database_url: str) -> str:
+    """The same database through a synchronous driver, for Alembic and the CLI.
+
+    psycopg 3 serves both modes under one name; aiosqlite and asyncpg have sync twins.
+    """
+    for async_driver, sync_driver in (
+        ("sqlite+aiosqlite://", "sqlite://"),
+        ("postgresql+asyncpg://", "postgresql+psycopg://"),
+        ("postgresql+psycopg_async://", "postgresql+psycopg://"),
+    ):
+        if database_url.startswith(async_driver):
+            return sync_driver + database_url[len(async_driver) :]
+    return database_url
