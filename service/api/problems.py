@@ -11,6 +11,7 @@ but makes no sense (the sizing core or a catalogue check says why); 404 unknown 
 """
 
 import logging
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -80,8 +81,16 @@ def _validation_errors(exc: ValidationException) -> list[FieldError]:
     for item in exc.extra if isinstance(exc.extra, list) else []:
         if isinstance(item, dict):
             key = str(item.get("key") or item.get("source") or "body")
-            errors.append(FieldError(field=key, message=str(item.get("message", ""))))
+            message = str(item.get("message", ""))
+            # msgspec names a missing or unknown field in the message, not in the path.
+            named = _NAMED_FIELD.search(message)
+            if named:
+                key = named[1] if key in ("data", "body") else f"{key}.{named[1]}"
+            errors.append(FieldError(field=key, message=message))
     return errors
+
+
+_NAMED_FIELD = re.compile(r"(?:missing required|contains unknown) field `([^`]+)`")
 
 
 def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:

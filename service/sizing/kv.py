@@ -9,6 +9,7 @@ Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
   cost per conversation, not a per-token growth.
 """
 
+from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -58,11 +59,11 @@ def kv_shape(
 ) -> KvShape:
     """Per-token KV bytes on one GPU of a ``tensor_parallel`` group holding ``layers``
     (default: every layer, i.e. the whole model when tp=1)."""
-    kinds = model.resolved_layer_types if layers is None else layers
+    kinds = Counter(model.resolved_layer_types if layers is None else layers)
     growth = Fraction(0)
     sliding = Fraction(0)
-    for kind in kinds:
-        cost = _layer_bytes_per_token(model, kind, fmt, tensor_parallel)
+    for kind, count in kinds.items():
+        cost = count * _layer_bytes_per_token(model, kind, fmt, tensor_parallel)
         if kind == "sliding":
             sliding += cost
         else:

@@ -1,0 +1,160 @@
+"""Human renderings of the core's answers: markdown for people and chat, CSV for spreadsheets.
+
+JSON speaks bytes; here, and only here, sizes appear in GB (10^9 B) and GiB (2^30 B), each
+labelled, so nobody mixes them.
+"""
+
+import csv
+import io
+from collections.abc import Sequence
+
+from service.sizing.matrix import Matrix
+from service.sizing.offload import Offload
+from service.sizing.plan import Plan
+from service.sizing.units import label_bytes, to_gb, to_gib
+
+
+def _verdict(p: Plan) -> str:
+    if not p.fits:
+        return f"**Does not fit** on {p.gpu_count} x {p.gpu}"
+    return (
+        f"**{p.gpu_count} x {p.gpu}** ({p.status}), {to_gb(p.spare_bytes):,.1f} GB spare "
+        f"({p.spare_fraction:.1%})"
+    )
+
+
+def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
+    g = best.per_gpu
+    lines = [
+        f"# {best.model} on {best.gpu}",
+        "",
+        _verdict(best),
+        "",
+        f"- Split: tensor parallel {best.tensor_parallel} x pipeline {best.pipeline_parallel} "
+        f"({best.nodes} node{'s' if best.nodes > 1 else ''})",
+        f"- Weights ({best.weight_format}): {label_bytes(best.weights_bytes)}",
+        f"- KV cache ({best.kv_format}, {best.concurrency} x {best.context_tokens:,} tokens): "
+        f"{label_bytes(best.kv_cache_bytes)}",
+        f"- KV pool: {label_bytes(best.kv_pool_bytes)} = {best.kv_pool_tokens:,} tokens per GPU, "
+        f"{best.max_concurrency} conversations of {best.context_tokens:,} tokens",
+        f"- Decode ceiling: {best.decode.tokens_per_s_per_sequence:,.1f} tokens/s per "
+        f"conversation, {best.decode.tokens_per_s_aggregate:,.0f} tokens/s for "
+        f"{best.decode.concurrency}",
+        f"- Capacity basis: {best.capacity_basis}",
+        "",
+        "| per GPU | GB | GiB |",
+        "|---|---:|---:|",
+    ]
+    for label, value in (
+        ("capacity", g.capacity_bytes),
+        ("usable (x utilisation)", g.usable_bytes),
+        ("overhead", g.overhead_bytes),
+        ("weights", g.weights_bytes),
+        ("KV cache", g.kv_cache_bytes),
+        ("spare", g.spare_bytes),
+    ):
+        lines.append(f"| {label} | {to_gb(value):,.2f} | {to_gib(value):,.2f} |")
+    if best.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- `{w.code}`: {w.message}" for w in best.warnings]
+    if options:
+        lines += [
+            "",
+            "## Every GPU, best first",
+            "",
+            "| GPU | GPUs | status | spare GB |",
+            "|---|---:|---|---:|",
+        ]
+        for p in options:
+            count = str(p.gpu_count) if p.fits else "-"
+            lines.append(f"| {p.gpu} | {count} | {p.status} | {to_gb(p.spare_bytes):,.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell_text(count: int | None, fraction: float | None, amber: bool) -> str:
+    if count is None or fraction is None:
+        return "-"
+    return f"{count}{' (amber)' if amber else ''} {fraction:.0%}"
+
+
+def matrix_markdown(m: Matrix) -> str:
+    w = m.workload
+    lines = [
+        "# Fewest GPUs per model and format",
+        "",
+        f"{w.concurrency} conversations of {w.context_tokens:,} tokens, "
+        f"{to_gb(w.overhead_bytes_per_gpu):,.1f} GB overhead per GPU, "
+        f"{w.gpu_memory_utilization:.0%} fill; each cell: GPUs and spare. Amber: under 5% spare.",
+        "",
+        "| model | format | weights GB | " + " | ".join(m.gpus) + " |",
+        "|---|---|---:|" + "---:|" * len(m.gpus),
+    ]
+    for row in m.rows:
+        cells = [_cell_text(c.gpu_count, c.spare_fraction, c.amber) for c in row.cells]
+        lines.append(
+            f"| {row.model} | {row.weight_format} | {to_gb(row.weights_bytes):,.1f} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def matrix_csv(m: Matrix) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "model",
+            "weight_format",
+            "kv_format",
+            "weights_GB",
+            "gpu",
+            "gpu_count",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "spare_GB",
+            "spare_GiB",
+            "spare_fraction",
+            "status",
+            "amber",
+        ]
+    )
+    for row in m.rows:
+        for c in row.cells:
+            spare = c.spare_bytes
+            writer.writerow(
+                [
+                    row.model,
+                    row.weight_format,
+                    row.kv_format,
+                    f"{to_gb(row.weights_bytes):.3f}",
+                    c.gpu,
+                    "" if c.gpu_count is None else c.gpu_count,
+                    "" if c.tensor_parallel is None else c.tensor_parallel,
+                    "" if c.pipeline_parallel is None else c.pipeline_parallel,
+                    "" if spare is None else f"{to_gb(spare):.3f}",
+                    "" if spare is None else f"{to_gib(spare):.3f}",
+                    "" if c.spare_fraction is None else f"{c.spare_fraction:.4f}",
+                    c.status,
+                    "yes" if c.amber else "no",
+                ]
+            )
+    return out.getvalue()
+
+
+def offload_markdown(o: Offload) -> str:
+    alt = o.fully_resident
+    lines = [
+        f"# {o.model} on {o.gpu_count} x {o.gpu} with CPU offload over {o.link}",
+        "",
+        f"- Resident: {label_bytes(o.resident_bytes)}; offloaded: {label_bytes(o.offloaded_bytes)}",
+        f"- Per step: {o.hbm_s_per_step * 1000:,.1f} ms from HBM + "
+        f"{o.link_s_per_step * 1000:,.1f} ms over the link = {o.s_per_step * 1000:,.1f} ms",
+        f"- {o.tokens_per_s:,.2f} tokens/s per conversation; GPU idle {o.gpu_idle_fraction:.0%}",
+    ]
+    if alt.gpu_count is not None and alt.tokens_per_s is not None:
+        lines.append(
+            f"- Fully resident instead: {alt.gpu_count} x {o.gpu} at {alt.tokens_per_s:,.1f} "
+            "tokens/s"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,254 @@
+"""POST /plan, GET|POST /matrix, POST /offload against the migrated catalogue.
+
+The catalogue holds Llama 3.1 70B's exact 70,553,706,496 parameters (the seeds round to 70.6B),
+so the numbers below are the seeds' method applied to that count; the inline model_spec test
+reproduces the seeds' own rounded figures to the byte.
+"""
+
+import csv
+import io
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+Client = AsyncTestClient[Litestar]
+GB = 10**9
+LLAMA_70B_PARAMS = 70_553_706_496
+SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+
+
+async def post(client: Client, path: str, body: dict[str, Any], **headers: str) -> Any:
+    response = await client.post(path, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_six_step_bf16_is_4_h100s_with_23_5_gb_spare(client: Client) -> None:
+    # Weights 70,553,706,496 x 2 = 141,107,412,992 B; KV 40 x 8,192 x 327,680 = 107,374,182,400 B;
+    # 248,481,595,392 B against 4 x 68 GB = 272 GB: 23,518,404,608 B spare (8.6%, tight).
+    plan = await post(client, "/plan", SIX_STEP)
+    assert (plan["gpu"], plan["gpu_count"], plan["tensor_parallel"]) == ("h100-sxm", 4, 4)
+    assert plan["weights_bytes"] == 141_107_412_992
+    assert plan["kv_bytes_per_token"] == 327_680
+    assert plan["kv_cache_bytes"] == 107_374_182_400
+    assert plan["budget_bytes"] == 272 * GB
+    assert plan["spare_bytes"] == 23_518_404_608
+    assert plan["status"] == "tight" and plan["fits"] is True
+    assert plan["per_gpu"]["budget_bytes"] == 68 * GB
+    assert "spare_under_10_percent" in {w["code"] for w in plan["warnings"]}
+
+
+async def test_six_step_fp8_is_2_h100s_with_11_8_gb_spare(client: Client) -> None:
+    # 70,553,706,496 + 53,687,091,200 = 124,240,797,696 B against 136 GB.
+    plan = await post(client, "/plan", {**SIX_STEP, "weight_format": "fp8"})
+    assert plan["kv_format"] == "fp8"  # the seeds' rule: FP8 KV beside FP8 weights
+    assert plan["gpu_count"] == 2
+    assert plan["spare_bytes"] == 136 * GB - 124_240_797_696 == 11_759_202_304
+
+
+async def test_inline_architecture_reproduces_the_seeds_rounded_numbers(client: Client) -> None:
+    spec = {
+        "slug": "llama-70b-seed",
+        "total_params": 70_600_000_000,
+        "layers": 80,
+        "hidden_size": 8192,
+        "attention_heads": 64,
+        "kv_heads": 8,
+        "max_context_tokens": 131072,
+    }
+    body = {k: v for k, v in SIX_STEP.items() if k != "model"}
+    plan = await post(client, "/plan", {**body, "model_spec": spec})
+    assert plan["gpu_count"] == 4 and plan["spare_bytes"] == 23_425_817_600  # "23 GB spare"
+    fp8 = await post(client, "/plan", {**body, "model_spec": spec, "weight_format": "fp8"})
+    assert fp8["gpu_count"] == 2 and fp8["spare_bytes"] == 11_712_908_800  # "11.7 GB"
+
+
+async def test_one_h200_is_just_short_in_fp8(client: Client) -> None:
+    # 141 GB x 0.9 - 4 GB = 122.9 GB against 124,240,797,696 B.
+    plan = await post(
+        client, "/plan", {**SIX_STEP, "gpu": "h200", "weight_format": "fp8", "splits": [1]}
+    )
+    assert plan["fits"] is False and plan["status"] == "does_not_fit"
+    assert plan["spare_bytes"] == 122_900_000_000 - 124_240_797_696
+
+
+async def test_plan_without_gpu_ranks_every_catalogue_gpu(client: Client) -> None:
+    plan = await post(client, "/plan", {k: v for k, v in SIX_STEP.items() if k != "gpu"})
+    options = plan["options"]
+    gpus = await client.get("/gpus", params={"limit": 500})
+    assert len(options) == gpus.json()["total"]
+    order = [(not o["fits"], o["gpu_count"], -o["spare_fraction"]) for o in options]
+    assert order == sorted(order)
+    assert plan["gpu"] == options[0]["gpu"]
+    # B200 (192 GB): 2 x 168.8 GB holds 248.5 GB, one does not.
+    assert options[0]["gpu_count"] == 2
+
+
+async def test_driver_visible_capacity_is_said(client: Client) -> None:
+    # 81,559 MiB = 85,520,809,984 B; x 0.9 = 76,968,728,985 B (rounded down) - 4 GB.
+    plan = await post(client, "/plan", {**SIX_STEP, "capacity_basis": "driver"})
+    assert plan["capacity_basis"] == "driver"
+    assert plan["per_gpu"]["capacity_bytes"] == 85_520_809_984
+    assert plan["per_gpu"]["budget_bytes"] == 72_968_728_985
+
+
+async def test_training_workload_answers_the_fewest_gpus(client: Client) -> None:
+    # 70,553,706,496 x 16 B x 1.2 / 68 GB = 19.9: 24 H100s with FSDP (ZeRO-3).
+    plan = await post(
+        client, "/plan", {"model": "llama-3.1-70b", "gpu": "h100", "workload": "training"}
+    )
+    assert plan["workload"] == "training" and plan["gpu_count"] == 24
+    assert plan["model_state_bytes"] == LLAMA_70B_PARAMS * 16
+    lora = await post(
+        client, "/plan", {"model": "llama-3.1-70b", "gpu": "h100", "workload": "qlora"}
+    )
+    assert lora["gpu_count"] == 1 and lora["trainable_params"] == 819_200 * 80
+
+
+async def test_markdown_plan_labels_gb_and_gib(client: Client) -> None:
+    response = await client.post("/plan", json=SIX_STEP, headers={"Accept": "text/markdown"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/markdown")
+    text = response.text
+    assert "**4 x h100-sxm** (tight), 23.5 GB spare (8.6%)" in text
+    assert "141.1 GB (131.4 GiB)" in text  # 141,107,412,992 B
+    assert "| per GPU | GB | GiB |" in text
+
+
+async def test_matrix_default_is_the_seeds_workload(client: Client) -> None:
+    response = await client.get("/matrix")
+    assert response.status_code == 200
+    m = response.json()
+    w = m["workload"]
+    assert (w["concurrency"], w["context_tokens"], w["gpu_memory_utilization"]) == (8, 8192, 0.9)
+    assert w["overhead_bytes_per_gpu"] == 4 * GB
+    rows = {(r["model"], r["weight_format"]): r for r in m["rows"]}
+    assert {f for _, f in rows} == {"bf16", "fp8", "int4"}
+    assert rows[("llama-3.1-70b", "bf16")]["kv_format"] == "bf16"
+    assert rows[("llama-3.1-70b", "int4")]["kv_format"] == "fp8"
+    deepseek = {c["gpu"]: c for c in rows[("deepseek-v3", "fp8")]["cells"]}
+    # "more than the 640 GB of a full 8 x H100 server, so it needs eight H200s, eight B200s
+    # or two servers".
+    assert deepseek["h100-sxm"]["gpu_count"] == 16
+    assert deepseek["h100-sxm"]["pipeline_parallel"] == 2
+    assert deepseek["h200"]["gpu_count"] == 8 and deepseek["b200"]["gpu_count"] == 8
+
+
+async def test_matrix_csv_has_units_in_its_headers(client: Client) -> None:
+    response = await client.post(
+        "/matrix",
+        json={"models": ["llama-3.1-70b"], "formats": ["bf16"], "gpus": ["b200"]},
+        headers={"Accept": "text/csv"},
+    )
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    # 192 GB x 0.9 - 4 GB = 168.8 GB; 141,107,412,992 + 21,474,836,480 = 162,582,249,472 B:
+    # 6,217,750,528 B spare, 3.68%: amber.
+    assert rows == [
+        {
+            "model": "llama-3.1-70b",
+            "weight_format": "bf16",
+            "kv_format": "bf16",
+            "weights_GB": "141.107",
+            "gpu": "b200",
+            "gpu_count": "1",
+            "tensor_parallel": "1",
+            "pipeline_parallel": "1",
+            "spare_GB": "6.218",
+            "spare_GiB": "5.791",
+            "spare_fraction": "0.0368",
+            "status": "amber",
+            "amber": "yes",
+        }
+    ]
+
+
+async def test_offload_reproduces_the_seeds_example(client: Client) -> None:
+    # 60 GB resident at 3,350 GB/s = 17.9 ms; 141,107,412,992 - 60e9 = 81,107,412,992 B over
+    # PCIe 5.0 x16 (64 GB/s per direction) = 1.2673 s; under 1 token/s, about 98% idle.
+    o = await post(
+        client, "/offload", {"model": "llama-3.1-70b", "gpu": "h100-sxm", "resident_bytes": 60 * GB}
+    )
+    assert o["link"] == "pcie-5-x16" and o["link_bytes_per_s"] == 64 * GB
+    assert o["offloaded_bytes"] == 81_107_412_992
+    assert o["hbm_s_per_step"] == pytest.approx(60e9 / 3350e9)
+    assert o["link_s_per_step"] == pytest.approx(81_107_412_992 / 64e9)
+    assert o["tokens_per_s"] < 1
+    assert int(o["gpu_idle_fraction"] * 100) == 98
+    # Four H100s: 35,276,853,248 B per GPU / 3,350 GB/s = 10.5 ms: about 95 tokens/s.
+    alt = o["fully_resident"]
+    assert alt["gpu_count"] == 4 and alt["weights_bytes_per_gpu"] == 35_276_853_248
+    assert round(alt["tokens_per_s"]) == 95
+
+
+async def test_offload_over_a_named_link(client: Client) -> None:
+    o = await post(
+        client,
+        "/offload",
+        {
+            "model": "llama-3.1-70b",
+            "gpu": "h100-sxm",
+            "resident_bytes": 60 * GB,
+            "link": "nvlink-c2c",
+        },
+    )
+    assert o["link_s_per_step"] == pytest.approx(81_107_412_992 / 450e9)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "field"),
+    [
+        ("/plan", {**SIX_STEP, "gpu_memory_utilization": 0}, 400, "gpu_memory_utilization"),
+        ("/plan", {**SIX_STEP, "gpu_memory_utilization": 1.5}, 400, "gpu_memory_utilization"),
+        ("/plan", {**SIX_STEP, "concurrency": 0}, 400, "concurrency"),
+        ("/plan", {**SIX_STEP, "gpu": "h1000"}, 404, "gpu"),
+        ("/plan", {**SIX_STEP, "model": "llama-3.1-7b"}, 404, "model"),
+        ("/plan", {**SIX_STEP, "weight_format": "fp7"}, 404, "weight_format"),
+        ("/plan", {**SIX_STEP, "kv_format": "mxfp4"}, 422, "kv_format"),
+        ("/plan", {"gpu": "h100"}, 422, "model"),
+        ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
+        (
+            "/plan",
+            {
+                "model_spec": {
+                    "slug": "x",
+                    "total_params": 10,
+                    "layers": 2,
+                    "hidden_size": 64,
+                    "attention_heads": 8,
+                    "kv_heads": 3,
+                    "max_context_tokens": 8,
+                }
+            },
+            422,
+            "model_spec.kv_heads",
+        ),
+        ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
+        ("/matrix", {"formats": ["bf16"], "splits": []}, 400, "splits"),
+        (
+            "/offload",
+            {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": 10**14},
+            422,
+            "resident_bytes",
+        ),
+        ("/offload", {"model": "llama-3.1-70b", "gpu": "h100", "link": "pcie-9"}, 404, "link"),
+        ("/offload", {"model": "llama-3.1-70b"}, 400, "gpu"),
+    ],
+)
+async def test_bad_input_is_a_problem_naming_the_field(
+    client: Client, path: str, body: dict[str, Any], status: int, field: str
+) -> None:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["status"] == status
+    assert field in [e["field"] for e in problem["errors"]]
+
+
+async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:
+    response = await client.post("/plan", json={**SIX_STEP, "gpu": "h100-sx"})
+    assert response.status_code == 404
+    assert "h100-sxm" in response.json()["suggestions"]
