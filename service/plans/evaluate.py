@@ -1,0 +1,207 @@
+"""A plan request evaluated against the catalogue: the one path shared by POST /plan and the
+saved plans of /plans (which store the request, this answer and the rows it used)."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.catalogue import lookup
+from service.plans.bounds import (
+    SEED_OVERHEAD_BYTES,
+    ContextTokens,
+    OverheadBytes,
+    SlugRef,
+    Splits,
+    Users,
+    Utilisation,
+    WorkloadKind,
+)
+from service.sizing.errors import SizingError, require
+from service.sizing.formats import NumberFormat, default_kv_format
+from service.sizing.hardware import CapacityBasis, GpuSpec
+from service.sizing.models import ModelSpec, validate_model
+from service.sizing.plan import DEFAULT_SPLITS, Plan, Workload, plan, rank_gpus, spare_status
+from service.sizing.training import (
+    TRAINING_GPU_COUNTS,
+    Projection,
+    TrainingMemory,
+    TrainingPlan,
+    get_recipe,
+    training_plan,
+)
+
+
+class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One model (a catalogue slug or an inline architecture) on one GPU, or ranked on all."""
+
+    model: SlugRef | None = None
+    model_spec: ModelSpec | None = None
+    """An inline architecture instead of a catalogue slug (checked like a catalogue row)."""
+    gpu: SlugRef | None = None
+    workload: WorkloadKind = "inference"
+    weight_format: SlugRef = "bf16"
+    kv_format: SlugRef | None = None
+    concurrency: Users = 8
+    context_tokens: ContextTokens = 8192
+    gpu_memory_utilization: Utilisation = 0.9
+    overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
+    splits: Splits | None = None
+    """GPU counts to try; default [1, 2, 4, 8] for inference, 1 to 1024 for training."""
+    capacity_basis: CapacityBasis = "marketed"
+    recipe: Literal["mixed-precision-adam", "fp32-gradients-adam"] = "mixed-precision-adam"
+    zero_stage: Literal[0, 1, 2, 3] = 3
+    activation_fraction: Annotated[float, Meta(ge=0, le=10)] = 0.2
+    lora_rank: Annotated[int, Meta(ge=1, le=65536)] = 16
+    lora_targets: Annotated[list[Projection], Meta(min_length=1, max_length=7)] = msgspec.field(
+        default_factory=lambda: ["q", "k", "v", "o"]
+    )
+
+
+class PlanAnswer(Plan, frozen=True, kw_only=True):
+    """The best plan; without ``gpu`` in the request, ``options`` ranks one plan per GPU."""
+
+    workload: WorkloadKind = "inference"
+    options: list[Plan] = msgspec.field(default_factory=list)
+
+
+class TrainingPerGpu(msgspec.Struct, frozen=True, kw_only=True):
+    budget_bytes: int
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    total_bytes: int
+    spare_bytes: int
+
+
+class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    workload: WorkloadKind
+    model: str
+    gpu: str
+    fits: bool
+    status: Literal["fits", "tight", "amber", "does_not_fit"]
+    gpu_count: int
+    zero_stage: int
+    trainable_params: int
+    model_state_bytes: int
+    total_bytes: int
+    budget_bytes: int
+    spare_bytes: int
+    spare_fraction: float
+    per_gpu: TrainingPerGpu
+    memory: TrainingMemory
+    options: list["TrainingAnswer"] = msgspec.field(default_factory=list)
+
+
+async def resolve_model(
+    session: AsyncSession, slug: str | None, inline: ModelSpec | None
+) -> ModelSpec:
+    if (slug is None) == (inline is None):
+        raise SizingError(
+            "model", "give exactly one of model (a catalogue slug) or model_spec (an architecture)"
+        )
+    if inline is not None:
+        return validate_model(inline, field="model_spec")
+    assert slug is not None
+    return await lookup.model_spec(session, slug)
+
+
+async def resolve_formats(
+    session: AsyncSession, weight_slug: str, kv_slug: str | None
+) -> tuple[NumberFormat, NumberFormat]:
+    weights = await lookup.number_format(session, weight_slug, "weight_format")
+    if kv_slug is None:
+        return weights, default_kv_format(weights)
+    kv = await lookup.number_format(session, kv_slug, "kv_format")
+    require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
+    return weights, kv
+
+
+async def resolve_gpus(session: AsyncSession, slug: str | None) -> list[GpuSpec]:
+    if slug is not None:
+        return [await lookup.gpu_spec(session, slug)]
+    return await lookup.all_gpu_specs(session)
+
+
+def _training_answer(data: PlanRequest, p: TrainingPlan) -> TrainingAnswer:
+    m = p.memory
+    return TrainingAnswer(
+        workload=data.workload,
+        model=p.model,
+        gpu=p.gpu,
+        fits=p.fits,
+        status=spare_status(p.spare_fraction),
+        gpu_count=p.gpu_count,
+        zero_stage=m.zero_stage,
+        trainable_params=m.trainable_params,
+        model_state_bytes=m.model_state_bytes,
+        total_bytes=m.total_bytes,
+        budget_bytes=p.budget_bytes_per_gpu * p.gpu_count,
+        spare_bytes=p.spare_bytes_per_gpu * p.gpu_count,
+        spare_fraction=p.spare_fraction,
+        per_gpu=TrainingPerGpu(
+            budget_bytes=p.budget_bytes_per_gpu,
+            weights_bytes=m.weights_bytes_per_gpu,
+            gradients_bytes=m.gradients_bytes_per_gpu,
+            optimizer_bytes=m.optimizer_bytes_per_gpu,
+            activations_bytes=m.activations_bytes_per_gpu,
+            total_bytes=m.total_bytes_per_gpu,
+            spare_bytes=p.spare_bytes_per_gpu,
+        ),
+        memory=m,
+    )
+
+
+def _train(
+    data: PlanRequest, model: ModelSpec, gpus: list[GpuSpec], workload: Workload
+) -> TrainingAnswer:
+    if data.workload == "training":
+        mode, recipe = "full", get_recipe(data.recipe)
+    else:
+        mode, recipe = data.workload, None
+    answers = [
+        _training_answer(
+            data,
+            training_plan(
+                model,
+                gpu,
+                workload,
+                mode=mode,  # type: ignore[arg-type]
+                recipe=recipe,
+                zero_stage=data.zero_stage,
+                activation_fraction=data.activation_fraction,
+                lora_rank=data.lora_rank,
+                lora_targets=data.lora_targets,
+                gpu_counts=tuple(data.splits) if data.splits else TRAINING_GPU_COUNTS,
+            ),
+        )
+        for gpu in gpus
+    ]
+    answers.sort(key=lambda a: (not a.fits, a.gpu_count, -a.spare_fraction))
+    if len(gpus) == 1:
+        return answers[0]
+    return msgspec.structs.replace(answers[0], options=answers)
+
+
+async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
+    """Look the request's names up in the catalogue and run the sizing core on them."""
+    model = await resolve_model(session, data.model, data.model_spec)
+    gpus = await resolve_gpus(session, data.gpu)
+    weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
+    workload = Workload(
+        concurrency=data.concurrency,
+        context_tokens=data.context_tokens,
+        gpu_memory_utilization=data.gpu_memory_utilization,
+        overhead_bytes_per_gpu=data.overhead_bytes_per_gpu,
+        capacity_basis=data.capacity_basis,
+        splits=tuple(data.splits or DEFAULT_SPLITS),
+    )
+    if data.workload != "inference":
+        return _train(data, model, gpus, workload)
+    if data.gpu is not None:
+        return PlanAnswer(**msgspec.structs.asdict(plan(model, gpus[0], weights, kv, workload)))
+    options = rank_gpus(model, gpus, weights, kv, workload)
+    require(bool(options), "splits", "no GPU in the catalogue can split this model that way")
+    return PlanAnswer(**msgspec.structs.asdict(options[0]), options=options)
