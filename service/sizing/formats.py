@@ -40,14 +40,24 @@ class NumberFormat(msgspec.Struct, frozen=True, kw_only=True):
     description: str = ""
 
     @property
+    def bits_ratio(self) -> tuple[int, int]:
+        """Bits per value as an exact integer ratio (numerator, denominator): a value's own
+        bits plus its share of the block scale, zero point and second-level scale."""
+        if not self.block_size:
+            return self.value_bits, 1
+        supers = self.super_block_size or 1
+        denominator = self.block_size * supers
+        numerator = (
+            self.value_bits * denominator
+            + (self.scale_bits + self.zero_point_bits) * supers
+            + (self.super_scale_bits if self.super_block_size else 0)
+        )
+        return numerator, denominator
+
+    @property
     def bits_per_value(self) -> Fraction:
         """Exact storage cost per value, scales and zero points included."""
-        bits = Fraction(self.value_bits)
-        if self.block_size:
-            bits += Fraction(self.scale_bits + self.zero_point_bits, self.block_size)
-            if self.super_block_size:
-                bits += Fraction(self.super_scale_bits, self.block_size * self.super_block_size)
-        return bits
+        return Fraction(*self.bits_ratio)
 
     @property
     def bytes_per_value(self) -> Fraction:
@@ -55,8 +65,8 @@ class NumberFormat(msgspec.Struct, frozen=True, kw_only=True):
 
     def bytes_for(self, values: int) -> int:
         """Bytes to store ``values`` numbers, rounded up to a whole byte."""
-        bits = self.bits_per_value * values
-        return ceil_div(bits.numerator, bits.denominator * 8)
+        numerator, denominator = self.bits_ratio
+        return ceil_div(values * numerator, denominator * 8)
 
 
 def _plain(slug: str, name: str, bits: int, needs: NativeSupport, description: str) -> NumberFormat:

@@ -11,7 +11,6 @@ Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
 
 from collections import Counter
 from collections.abc import Sequence
-from fractions import Fraction
 
 import msgspec
 
@@ -41,14 +40,12 @@ class KvShape(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def _layer_bytes_per_token(
-    model: ModelSpec, kind: LayerType, fmt: NumberFormat, tensor_parallel: int
-) -> Fraction:
+def _layer_values_per_token(model: ModelSpec, kind: LayerType, tensor_parallel: int) -> int:
+    """Values one layer caches per token on one GPU (times the format's bits gives bits)."""
     if kind == "mla":
         # One latent vector per token per layer, whole on every TP rank: never divided.
-        return (model.kv_lora_rank + model.qk_rope_head_dim) * fmt.bytes_per_value
-    heads = kv_heads_per_gpu(model, tensor_parallel)
-    return 2 * heads * model.resolved_head_dim * fmt.bytes_per_value
+        return model.kv_lora_rank + model.qk_rope_head_dim
+    return 2 * kv_heads_per_gpu(model, tensor_parallel) * model.resolved_head_dim
 
 
 def kv_shape(
@@ -59,18 +56,17 @@ def kv_shape(
 ) -> KvShape:
     """Per-token KV bytes on one GPU of a ``tensor_parallel`` group holding ``layers``
     (default: every layer, i.e. the whole model when tp=1)."""
-    kinds = Counter(model.resolved_layer_types if layers is None else layers)
-    growth = Fraction(0)
-    sliding = Fraction(0)
-    for kind, count in kinds.items():
-        cost = count * _layer_bytes_per_token(model, kind, fmt, tensor_parallel)
+    numerator, denominator = fmt.bits_ratio
+    growth = sliding = 0  # values per token, summed over layers
+    for kind, count in Counter(model.resolved_layer_types if layers is None else layers).items():
+        values = count * _layer_values_per_token(model, kind, tensor_parallel)
         if kind == "sliding":
-            sliding += cost
+            sliding += values
         else:
-            growth += cost
+            growth += values
     return KvShape(
-        growth_bytes_per_token=ceil_div(growth.numerator, growth.denominator),
-        sliding_bytes_per_token=ceil_div(sliding.numerator, sliding.denominator),
+        growth_bytes_per_token=ceil_div(growth * numerator, denominator * 8),
+        sliding_bytes_per_token=ceil_div(sliding * numerator, denominator * 8),
         window_tokens=model.sliding_window_tokens,
     )
 
@@ -82,9 +78,9 @@ def kv_bytes_per_token(model: ModelSpec, fmt: NumberFormat) -> int:
 
 def naive_kv_bytes_per_token(model: ModelSpec, fmt: NumberFormat) -> int:
     """The seed's formula applied to every layer as if it were full attention."""
-    per_layer = 2 * model.kv_heads * model.resolved_head_dim * fmt.bytes_per_value
-    total = per_layer * model.layers
-    return ceil_div(total.numerator, total.denominator)
+    numerator, denominator = fmt.bits_ratio
+    values = 2 * model.kv_heads * model.resolved_head_dim * model.layers
+    return ceil_div(values * numerator, denominator * 8)
 
 
 def kv_cache_bytes(

@@ -165,13 +165,14 @@ def _layout(
     kv_format: NumberFormat,
     workload: Workload,
     split: Split,
+    usable: int,
 ) -> _Layout:
-    """Lay the model out on one split and measure the busiest GPU."""
+    """Lay the model out on one split and measure the busiest GPU (``usable``: capacity x
+    utilisation, computed once per plan)."""
     tp, pp = split.tensor_parallel, split.pipeline_parallel
     total_weights = model_weight_bytes(model, weight_format)
     weight_shares = even_shares(total_weights, split.gpu_count)
     active_share = -(-active_weight_bytes(model, weight_format) // split.gpu_count)
-    usable = usable_bytes_per_gpu(gpu, workload)
     budget = usable - workload.overhead_bytes_per_gpu
     ctx, users = workload.context_tokens, workload.concurrency
 
@@ -368,7 +369,8 @@ def plan_split(
     problem = split_problem(model, split)
     if problem:
         raise SizingError("gpu_count", problem)
-    layout = _layout(model, gpu, weight_format, kv_format, workload, split)
+    usable = usable_bytes_per_gpu(gpu, workload)
+    layout = _layout(model, gpu, weight_format, kv_format, workload, split, usable)
     return _finish(model, gpu, weight_format, kv_format, workload, layout, [])
 
 
@@ -386,6 +388,7 @@ def plan(
     validate_workload(workload)
     considered: list[SplitAttempt] = []
     last: _Layout | None = None
+    usable = usable_bytes_per_gpu(gpu, workload)
     for count in sorted(set(workload.splits)):
         try:
             split = split_for(count, gpu.gpus_per_node)
@@ -396,7 +399,7 @@ def plan(
         if problem:
             considered.append(SplitAttempt(gpu_count=count, outcome="invalid", reason=problem))
             continue
-        layout = _layout(model, gpu, weight_format, kv_format, workload, split)
+        layout = _layout(model, gpu, weight_format, kv_format, workload, split, usable)
         last = layout
         if layout.per_gpu.spare_bytes >= 0:
             considered.append(
