@@ -16,7 +16,7 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec
-from service.sizing.plan import Workload, budget_bytes_per_gpu, plan
+from service.sizing.plan import Workload, budget_bytes_per_gpu, plan, validate_inputs
 from service.sizing.weights import model_weight_bytes
 
 
@@ -64,6 +64,7 @@ def offload(
     batch_size: int = 1,
     resident_bytes: int | None = None,
 ) -> Offload:
+    validate_inputs(model, gpu, workload)
     require(gpu_count >= 1, "gpu_count", "must be at least 1")
     require(batch_size >= 1, "batch_size", "must be at least 1")
     require(link.bytes_per_s_per_direction > 0, "link", "has no bandwidth")

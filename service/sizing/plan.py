@@ -17,9 +17,9 @@ from service.sizing import advice
 from service.sizing.advice import PlanWarning
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
-from service.sizing.hardware import CapacityBasis, GpuSpec
+from service.sizing.hardware import CapacityBasis, GpuSpec, validate_gpu
 from service.sizing.kv import kv_bytes_per_token, kv_shape
-from service.sizing.models import ModelSpec
+from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
     even_shares,
@@ -55,6 +55,13 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     overhead_bytes_per_gpu: int = 4_000_000_000
     capacity_basis: CapacityBasis = "marketed"
     splits: tuple[int, ...] = DEFAULT_SPLITS
+
+
+def validate_inputs(model: ModelSpec, gpu: GpuSpec, workload: Workload) -> None:
+    """Every entry point of the core checks its inputs, so bad input is one SizingError."""
+    validate_model(model)
+    validate_gpu(gpu)
+    validate_workload(workload)
 
 
 def validate_workload(workload: Workload) -> Workload:
@@ -364,7 +371,7 @@ def plan_split(
     gpu_count: int,
 ) -> Plan:
     """The plan for exactly ``gpu_count`` GPUs, fitting or not."""
-    validate_workload(workload)
+    validate_inputs(model, gpu, workload)
     split = split_for(gpu_count, gpu.gpus_per_node)
     problem = split_problem(model, split)
     if problem:
@@ -385,7 +392,7 @@ def plan(
 
     When none does, the answer is the largest valid split, marked does_not_fit.
     """
-    validate_workload(workload)
+    validate_inputs(model, gpu, workload)
     considered: list[SplitAttempt] = []
     last: _Layout | None = None
     usable = usable_bytes_per_gpu(gpu, workload)

@@ -21,7 +21,7 @@ from service.sizing.errors import SizingError, require
 from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import Workload, budget_bytes_per_gpu
+from service.sizing.plan import Workload, budget_bytes_per_gpu, validate_inputs
 from service.sizing.units import ceil_div, exact
 from service.sizing.weights import model_weight_bytes
 
@@ -255,6 +255,7 @@ def training_plan(
     """The fewest GPUs (from ``gpu_counts``) whose per-GPU share fits the per-GPU budget
     (capacity x utilisation - overhead, as for serving). When none does, the largest count,
     marked as not fitting."""
+    validate_inputs(model, gpu, workload)
     require(bool(gpu_counts), "gpu_counts", "must name at least one GPU count")
     budget = budget_bytes_per_gpu(gpu, workload)
     memory: TrainingMemory | None = None

@@ -260,3 +260,14 @@ def test_bad_workload_raises_one_error_naming_the_field(
     with pytest.raises(SizingError) as info:
         plan(LLAMA_8B, H100, BF16, BF16, msgspec.structs.replace(Workload(), **change))
     assert info.value.field == field
+
+
+def test_bad_specs_raise_the_domain_error_not_a_bare_exception() -> None:
+    no_bandwidth = msgspec.structs.replace(H100, hbm_bytes_per_s=0)
+    with pytest.raises(SizingError) as info:
+        plan(LLAMA_8B, no_bandwidth, BF16, BF16, Workload())
+    assert info.value.field == "gpu.hbm_bytes_per_s"
+    zero_heads = msgspec.structs.replace(LLAMA_8B, attention_heads=0)
+    with pytest.raises(SizingError) as info:
+        plan(zero_heads, H100, BF16, BF16, Workload())
+    assert info.value.field == "model_spec.attention_heads"
