@@ -6,6 +6,7 @@ A write runs in the request's transaction, which commits only on a 2xx answer, s
 write leaves nothing behind.
 """
 
+import re
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -17,13 +18,20 @@ from litestar.params import JSONBody, PathParameter, QueryParameter
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.catalogue_schemas import FormatBody, GpuBody, InterconnectBody, ModelBody
+from service.api.catalogue_schemas import (
+    MAX_SOURCE_LENGTH,
+    SLUG_PATTERN,
+    FormatBody,
+    GpuBody,
+    InterconnectBody,
+    ModelBody,
+)
 from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
 from service.catalogue.lookup import KIND, closest, resolve
 from service.catalogue.repositories import REPOSITORIES
-from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.catalogue.tables import SLUG_LENGTH, Format, Gpu, Interconnect, Model
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec, validate_model
 
@@ -37,7 +45,8 @@ SlugPath = Annotated[
 Limit = Annotated[int, QueryParameter(ge=1, le=500, description="Rows per page")]
 Offset = Annotated[int, QueryParameter(ge=0, le=2**31 - 1, description="Rows to skip")]
 QueryText = Annotated[str | None, QueryParameter(max_length=200, pattern=r"^[^\x00]*$")]
-QueryBytes = Annotated[int | None, QueryParameter(ge=0, le=2**53)]
+# Not nullable: Litestar drops the lower bound of a nullable number from the spec.
+QueryBytes = Annotated[int, QueryParameter(ge=0, le=2**53)]
 QueryBool = Annotated[bool | None, QueryParameter()]
 
 TAGS = ["catalogue"]
@@ -75,7 +84,23 @@ async def _exact(session: AsyncSession, table: type[Row], slug: str) -> Row:
     return row
 
 
+def _check_lists(data: Any) -> None:
+    for index, alias in enumerate(data.aliases):
+        require(
+            re.fullmatch(SLUG_PATTERN, alias) is not None and len(alias) <= SLUG_LENGTH,
+            f"aliases[{index}]",
+            "must be a lowercase slug (a-z, 0-9, '.', '_', '-'), at most 64 characters",
+        )
+    for index, source in enumerate(data.sources):
+        require(
+            0 < len(source) <= MAX_SOURCE_LENGTH and "\x00" not in source,
+            f"sources[{index}]",
+            f"must be 1 to {MAX_SOURCE_LENGTH} characters of text",
+        )
+
+
 async def _create(session: AsyncSession, table: type[Row], data: Any) -> Row:
+    _check_lists(data)
     existing = await session.scalar(select(table.id).where(table.slug == data.slug))
     if existing is not None:
         raise Conflict("slug", f"{KIND[table]} {data.slug!r} already exists")
@@ -87,6 +112,7 @@ async def _create(session: AsyncSession, table: type[Row], data: Any) -> Row:
 
 async def _replace(session: AsyncSession, table: type[Row], slug: str, data: Any) -> Row:
     row = await _exact(session, table, slug)
+    _check_lists(data)
     require(data.slug == slug, "slug", "must equal the slug in the path (slugs are stable)")
     for name, value in msgspec.structs.asdict(data).items():
         setattr(row, name, value)
@@ -122,12 +148,11 @@ def _check_model(data: ModelBody) -> ModelBody:
         validate_model(ModelSpec(**spec_fields), field="body")
     except SizingError as exc:
         raise SizingError(exc.field.removeprefix("body."), exc.message) from None
-    if data.active_params_incl_embedding is not None:
-        require(
-            data.active_params_incl_embedding <= data.total_params,
-            "active_params_incl_embedding",
-            "cannot exceed total_params",
-        )
+    require(
+        data.active_params_incl_embedding <= data.total_params,
+        "active_params_incl_embedding",
+        "cannot exceed total_params",
+    )
     return data
 
 
@@ -154,7 +179,7 @@ class GpuController(Controller):
         vendor: QueryText = None,
         fp8: QueryBool = None,
         fp4: QueryBool = None,
-        min_memory_bytes: QueryBytes = None,
+        min_memory_bytes: QueryBytes = 0,
         limit: Limit = 100,
         offset: Offset = 0,
     ) -> OffsetPagination[GpuBody]:
@@ -165,7 +190,7 @@ class GpuController(Controller):
             where.append(Gpu.fp8.is_(fp8))
         if fp4 is not None:
             where.append(Gpu.fp4.is_(fp4))
-        if min_memory_bytes is not None:
+        if min_memory_bytes:
             where.append(Gpu.memory_bytes >= min_memory_bytes)
         return await _page(db_session, Gpu, GpuBody, limit, offset, where)
 
@@ -272,14 +297,14 @@ class ModelController(Controller):
         self,
         db_session: Session,
         moe: QueryBool = None,
-        max_total_params: QueryBytes = None,
+        max_total_params: QueryBytes = 2**53,
         limit: Limit = 100,
         offset: Offset = 0,
     ) -> OffsetPagination[ModelBody]:
         where: list[ColumnElement[bool]] = []
         if moe is not None:
             where.append(Model.experts > 1 if moe else Model.experts <= 1)
-        if max_total_params is not None:
+        if max_total_params < 2**53:
             where.append(Model.total_params <= max_total_params)
         return await _page(db_session, Model, ModelBody, limit, offset, where)
 

@@ -11,21 +11,24 @@ from msgspec import Meta
 _NO_NUL = r"^[^\x00]*$"
 MAX_SAFE_INT = 2**53  # JSON numbers stay exact up to here
 INT32 = 2**31 - 1
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 Slug = Annotated[
     str,
     Meta(
         min_length=1,
         max_length=64,
-        pattern=r"^[a-z0-9][a-z0-9._-]*$",
+        pattern=SLUG_PATTERN,
         description="Lowercase, stable once published.",
     ),
 ]
 Name = Annotated[str, Meta(max_length=200, pattern=_NO_NUL)]
 LongText = Annotated[str, Meta(max_length=4000, pattern=_NO_NUL)]
-Source = Annotated[str, Meta(min_length=1, max_length=1000, pattern=_NO_NUL)]
-Sources = Annotated[list[Source], Meta(max_length=50)]
-Aliases = Annotated[list[Slug], Meta(max_length=20)]
+# Litestar does not render constraints on list items, so items are checked in the controller
+# (422 naming e.g. aliases[2]) rather than by msgspec (a 400 the spec would not explain).
+MAX_SOURCE_LENGTH = 1000
+Sources = Annotated[list[str], Meta(max_length=50)]
+Aliases = Annotated[list[str], Meta(max_length=20, description="Slug-shaped short names.")]
 PositiveBytes = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
 Bytes = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
 PositiveCount = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
@@ -67,8 +70,9 @@ class GpuBody(msgspec.Struct, kw_only=True):
     fp8: bool = False
     fp4: bool = False
     gpus_per_node: Annotated[int, Meta(gt=0, le=4096)] = 8
-    bf16_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] | None = None
-    tdp_w: Annotated[int, Meta(gt=0, le=100_000)] | None = None
+    # 0 = unknown, not null: Litestar drops lower bounds of nullable numbers from the spec.
+    bf16_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
+    tdp_w: Annotated[int, Meta(ge=0, le=100_000)] = 0
     aliases: Aliases = []
     notes: LongText = ""
     sources: Sources = []
@@ -80,7 +84,8 @@ class ModelBody(msgspec.Struct, kw_only=True):
     total_params: PositiveCount
     active_params: Count = 0
     """Read per token; MoE rows exclude the input embedding; 0 or total_params: dense."""
-    active_params_incl_embedding: Count | None = None
+    active_params_incl_embedding: Count = 0
+    """MoE: active params counting the input embedding too (vendors quote either); 0: dense."""
     layers: Layers
     hidden_size: Width
     intermediate_size: OptionalWidth = 0

@@ -53,8 +53,9 @@ class Gpu(CatalogueRow, IdentityAuditBase):
     fp8: Mapped[bool] = mapped_column(Boolean, default=False)
     fp4: Mapped[bool] = mapped_column(Boolean, default=False)
     gpus_per_node: Mapped[int] = mapped_column(Integer, default=8)
-    bf16_dense_tflops: Mapped[float | None] = mapped_column(Float, nullable=True)
-    tdp_w: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    bf16_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
+    """0: not known from a reliable source."""
+    tdp_w: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Model(CatalogueRow, IdentityAuditBase):
@@ -63,7 +64,8 @@ class Model(CatalogueRow, IdentityAuditBase):
     total_params: Mapped[int] = mapped_column(BigInteger)
     active_params: Mapped[int] = mapped_column(BigInteger)
     """Read per decode step: MoE excludes the input embedding (a row lookup); dense = total."""
-    active_params_incl_embedding: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    active_params_incl_embedding: Mapped[int] = mapped_column(BigInteger, default=0)
+    """MoE only (0 for dense): the active figure counting the input embedding too."""
     layers: Mapped[int] = mapped_column(Integer)
     hidden_size: Mapped[int] = mapped_column(Integer)
     intermediate_size: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,0 +1,102 @@
+"""Migrations and lookups against a real database (SQLite; PostgreSQL when TEST_DATABASE_URL)."""
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import func, inspect, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.catalogue.errors import NotFound
+from service.catalogue.lookup import (
+    all_gpu_specs,
+    all_model_specs,
+    gpu_spec,
+    link_spec,
+    model_spec,
+    number_format,
+)
+from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.db import create_engine, downgrade, head_revision, migrate
+from service.settings import sync_url
+from service.sizing.formats import FORMATS
+from service.sizing.models import validate_model
+
+TABLES = {"api_keys", "gpus", "interconnects", "models", "number_formats"}
+
+
+@pytest.fixture
+async def session(database_url: str) -> AsyncIterator[AsyncSession]:
+    engine = create_engine(database_url)
+    async with async_sessionmaker(engine)() as db_session:
+        yield db_session
+    await engine.dispose()
+
+
+async def test_shipped_row_counts(session: AsyncSession) -> None:
+    counts = {
+        table.__tablename__: await session.scalar(select(func.count()).select_from(table))
+        for table in (Gpu, Interconnect, Model, Format)
+    }
+    assert counts == {
+        "gpus": 11,
+        "interconnects": 11,
+        "models": 16,
+        "number_formats": len(FORMATS),
+    }
+
+
+async def test_migrated_formats_equal_the_core(session: AsyncSession) -> None:
+    for slug, shipped in FORMATS.items():
+        assert await number_format(session, slug, "weight_format") == shipped
+
+
+async def test_every_model_is_consistent(session: AsyncSession) -> None:
+    specs = await all_model_specs(session)
+    assert len(specs) == 16
+    for spec in specs:
+        validate_model(spec)
+
+
+async def test_gpu_spec_resolves_links(session: AsyncSession) -> None:
+    h100 = await gpu_spec(session, "h100")
+    assert h100.slug == "h100-sxm"
+    assert h100.capacity_bytes("driver") == 85_520_809_984
+    assert h100.nvlink is not None and h100.nvlink.bytes_per_s_per_direction == 450 * 10**9
+    assert h100.host_link is not None and h100.host_link.bytes_per_s_per_direction == 64 * 10**9
+    gb200 = await gpu_spec(session, "gb200")
+    assert gb200.gpus_per_node == 72
+    assert gb200.host_link is not None and gb200.host_link.kind == "c2c"
+    mi300x = await gpu_spec(session, "mi300x")
+    assert mi300x.driver_visible_bytes == 205_822_885_888
+    assert [g.slug for g in await all_gpu_specs(session)][:3] == ["a100-40gb", "a100-80gb", "b200"]
+
+
+async def test_lookups_raise_not_found_naming_the_field(session: AsyncSession) -> None:
+    with pytest.raises(NotFound) as unknown:
+        await model_spec(session, "llama-3.1-7b", field="model")
+    assert unknown.value.field == "model"
+    assert "llama-3.1-8b" in unknown.value.suggestions
+    with pytest.raises(NotFound) as ambiguous:
+        await gpu_spec(session, "a100", field="gpus[0]")
+    assert ambiguous.value.ambiguous and ambiguous.value.suggestions == ["a100-40gb", "a100-80gb"]
+    assert (await link_spec(session, "pcie5")).slug == "pcie-5-x16"
+    assert (await model_spec(session, "llama-70b")).total_params == 70_553_706_496
+    assert (await model_spec(session, "deepseek-r1")).slug == "deepseek-v3"
+
+
+def test_migrations_down_to_base_and_up_again(database_url: str) -> None:
+    from sqlalchemy import create_engine as create_sync_engine
+
+    def tables() -> set[str]:
+        engine = create_sync_engine(sync_url(database_url))
+        try:
+            return set(inspect(engine).get_table_names()) - {"alembic_version"}
+        finally:
+            engine.dispose()
+
+    assert tables() >= TABLES
+    downgrade(database_url, "base")
+    assert not tables() & TABLES
+    migrate(database_url)
+    assert tables() >= TABLES
+    assert head_revision() is not None
