@@ -15,6 +15,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.compute import compute_handlers
 from service.api.health import health_handlers
+from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.db import create_engine
 from service.settings import Settings, ensure_sqlite_directory
@@ -33,7 +34,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         set_default_exception_handler=False,  # keep problem details for every error
     )
     return Litestar(
-        route_handlers=[*health_handlers, *catalogue_handlers, *compute_handlers],
+        route_handlers=[*health_handlers, *catalogue_handlers, *compute_handlers, *plan_handlers],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,

@@ -1,0 +1,281 @@
+"""The saved-plan operations, one per endpoint: each runs inside the request's transaction
+(committed on a 2xx answer, rolled back otherwise), so a failure half-way leaves nothing."""
+
+import hashlib
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.catalogue.errors import NotFound
+from service.catalogue.lookup import normalise, resolve
+from service.catalogue.tables import Gpu, Model
+from service.plans import snapshot, store, workflow
+from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer, evaluate_plan
+from service.plans.records import (
+    Change,
+    Outcome,
+    PlanHistory,
+    PlanPage,
+    Recheck,
+    SavedPlan,
+)
+from service.plans.tables import PlanRow, utc_now
+from service.plans.workflow import Decision
+from service.sizing.errors import SizingError, require
+
+Answer = PlanAnswer | TrainingAnswer
+OUTCOME_FIELDS = ("fits", "status", "gpu", "gpu_count", "spare_bytes", "spare_fraction")
+
+
+class IdempotencyMismatch(Exception):
+    """The Idempotency-Key was first used with another body (422)."""
+
+    def __init__(self, plan_id: int | None) -> None:
+        message = (
+            "this Idempotency-Key was already used with a different body"
+            + (f" (it created plan {plan_id})" if plan_id is not None else "")
+            + "; use a new key for a new plan"
+        )
+        super().__init__(message)
+        self.message = message
+
+
+def body_digest(name: str, notes: str, request: PlanRequest) -> str:
+    """sha256 of the decoded body (defaults filled in, keys sorted): equal bodies, equal digests."""
+    canonical = msgspec.json.encode(
+        {"name": name, "notes": notes, "request": msgspec.to_builtins(request)}, order="sorted"
+    )
+    return hashlib.sha256(canonical).hexdigest()
+
+
+async def _compute(session: AsyncSession, request: PlanRequest) -> dict[str, object]:
+    """The columns a request determines: its answer, the rows it used, and the filter slugs."""
+    answer = await evaluate_plan(session, request)
+    return {
+        "workload": request.workload,
+        "model_slug": answer.model,
+        "gpu_slug": answer.gpu,
+        "request": msgspec.to_builtins(request),
+        "answer": msgspec.to_builtins(answer),
+        "catalogue": await snapshot.take(session, request),
+    }
+
+
+async def _replay(session: AsyncSession, author: str, key: str, digest: str) -> SavedPlan:
+    held = await store.find_key(session, author, key)
+    assert held is not None  # claimed by a request that has committed
+    if held.request_sha256 != digest or held.plan_id is None:
+        raise IdempotencyMismatch(held.plan_id)
+    return store.saved_plan(await store.get(session, held.plan_id))
+
+
+async def create(
+    session: AsyncSession,
+    author: str,
+    name: str,
+    notes: str,
+    request: PlanRequest,
+    idempotency_key: str | None = None,
+) -> tuple[SavedPlan, bool]:
+    """A new draft, or (same author, same Idempotency-Key) the plan the first request made.
+
+    The second value says whether this call created the plan.
+    """
+    digest = body_digest(name, notes, request)
+    if idempotency_key is not None and await store.find_key(session, author, idempotency_key):
+        return await _replay(session, author, idempotency_key, digest), False
+    columns = await _compute(session, request)
+    key_id = None
+    if idempotency_key is not None:
+        key_id = await store.claim_key(session, author, idempotency_key, digest)
+        if key_id is None:  # a concurrent retry won the key and has committed its plan
+            return await _replay(session, author, idempotency_key, digest), False
+    row = PlanRow(name=name, notes=notes, status="draft", author=author, version=1, **columns)
+    session.add(row)
+    await session.flush()
+    await store.add_event(
+        session, row.id, "created", author, from_status=None, to_status="draft", version=1
+    )
+    if key_id is not None:
+        await store.attach_key(session, key_id, row.id)
+    return store.saved_plan(row), True
+
+
+async def get(session: AsyncSession, plan_id: int) -> SavedPlan:
+    return store.saved_plan(await store.get(session, plan_id))
+
+
+async def history(session: AsyncSession, plan_id: int) -> PlanHistory:
+    row = await store.get(session, plan_id)
+    events = [store.event_of(event) for event in await store.events(session, plan_id)]
+    return PlanHistory(
+        plan_id=row.id,
+        status=row.status,  # type: ignore[arg-type]  # the column holds Status values only
+        version=row.version,
+        events=events,
+    )
+
+
+async def _catalogue_slug(session: AsyncSession, kind: str, name: str) -> str:
+    """A filter's name as the slug plans store: aliases resolve (h100 -> h100-sxm); a name the
+    catalogue no longer knows (deleted row, inline model_spec) is matched as typed."""
+    try:
+        if kind == "gpu":
+            return (await resolve(session, Gpu, name, kind)).slug
+        return (await resolve(session, Model, name, kind)).slug
+    except NotFound:
+        return normalise(name)
+
+
+async def list_page(
+    session: AsyncSession, filters: store.Filters, limit: int, cursor: str | None
+) -> PlanPage:
+    changes = {}
+    if filters.model is not None:
+        changes["model"] = await _catalogue_slug(session, "model", filters.model)
+    if filters.gpu is not None:
+        changes["gpu"] = await _catalogue_slug(session, "gpu", filters.gpu)
+    rows, next_cursor = await store.page(
+        session, msgspec.structs.replace(filters, **changes), limit, cursor
+    )
+    return PlanPage(items=[store.summary(row) for row in rows], next_cursor=next_cursor)
+
+
+async def edit(
+    session: AsyncSession,
+    plan_id: int,
+    actor: str,
+    if_match: str | None,
+    *,
+    name: str | None,
+    notes: str | None,
+    request: PlanRequest | None,
+) -> SavedPlan:
+    """Change a draft (or a plan with changes requested, which becomes a draft again) and
+    recompute its answer against today's catalogue."""
+    row = await store.get(session, plan_id)
+    expected = workflow.check_version(if_match, row.version)
+    workflow.check_author("edit", row.author, actor)
+    status = workflow.after_edit(row.status)
+    new_request = request or msgspec.convert(row.request, PlanRequest)
+    columns = await _compute(session, new_request)
+    changes: dict[str, object] = {"status": status, **columns}
+    if name is not None:
+        changes["name"] = name
+    if notes is not None:
+        changes["notes"] = notes
+    before = row.status
+    row = await store.update_versioned(session, row, expected, **changes)
+    await store.add_event(
+        session,
+        row.id,
+        "edited",
+        actor,
+        from_status=before,
+        to_status=status,
+        version=row.version,
+    )
+    return store.saved_plan(row)
+
+
+async def submit(
+    session: AsyncSession, plan_id: int, actor: str, if_match: str | None
+) -> SavedPlan:
+    row = await store.get(session, plan_id)
+    expected = workflow.check_version(if_match, row.version)
+    workflow.check_author("submit", row.author, actor)
+    status = workflow.after_submit(row.status)
+    before = row.status
+    row = await store.update_versioned(session, row, expected, status=status)
+    await store.add_event(
+        session,
+        row.id,
+        "submitted",
+        actor,
+        from_status=before,
+        to_status=status,
+        version=row.version,
+    )
+    return store.saved_plan(row)
+
+
+async def review(
+    session: AsyncSession,
+    plan_id: int,
+    reviewer: str,
+    if_match: str | None,
+    decision: Decision,
+    comment: str,
+) -> SavedPlan:
+    row = await store.get(session, plan_id)
+    expected = workflow.check_version(if_match, row.version)
+    workflow.check_reviewer(row.author, reviewer)
+    status = workflow.after_review(row.status, decision)
+    require(
+        decision not in workflow.NEEDS_COMMENT or bool(comment.strip()),
+        "comment",
+        f"say why: {decision} needs a comment the author can act on",
+    )
+    before = row.status
+    row = await store.update_versioned(session, row, expected, status=status)
+    await store.add_event(
+        session,
+        row.id,
+        "reviewed",
+        reviewer,
+        from_status=before,
+        to_status=status,
+        version=row.version,
+        decision=decision,
+        comment=comment,
+    )
+    return store.saved_plan(row)
+
+
+def _outcome(answer: Answer) -> Outcome:
+    return Outcome(
+        fits=answer.fits,
+        status=answer.status,
+        gpu=answer.gpu,
+        gpu_count=answer.gpu_count,
+        spare_bytes=answer.spare_bytes,
+        spare_fraction=answer.spare_fraction,
+    )
+
+
+async def recheck(session: AsyncSession, plan_id: int) -> Recheck:
+    """Recompute the stored request against today's catalogue; change nothing."""
+    row = await store.get(session, plan_id)
+    before = _outcome(store.answer_of(row))
+    request = msgspec.convert(row.request, PlanRequest)
+    try:
+        after = _outcome(await evaluate_plan(session, request))
+        today = await snapshot.take(session, request)
+    except (NotFound, SizingError) as exc:
+        # A row it used was deleted or changed beyond use: that is the finding, not an error.
+        return Recheck(
+            plan_id=row.id,
+            version=row.version,
+            changed=True,
+            before=before,
+            after=None,
+            changes=[],
+            catalogue_changes=[],
+            problem=str(exc),
+            checked_at=utc_now(),
+        )
+    changes = [
+        Change(field=field, before=getattr(before, field), after=getattr(after, field))
+        for field in OUTCOME_FIELDS
+        if getattr(before, field) != getattr(after, field)
+    ]
+    return Recheck(
+        plan_id=row.id,
+        version=row.version,
+        changed=bool(changes),
+        before=before,
+        after=after,
+        changes=changes,
+        catalogue_changes=snapshot.differences(row.catalogue, today),
+        checked_at=utc_now(),
+    )

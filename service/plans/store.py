@@ -1,0 +1,270 @@
+"""Reading and writing plan rows. Every change to a plan goes through ``update_versioned``:
+the version check sits in the UPDATE's WHERE clause, so of two writers that read the same
+version exactly one changes the row, on SQLite and PostgreSQL alike (PostgreSQL re-checks the
+WHERE after the first writer commits; SQLite serialises writers)."""
+
+import base64
+import binascii
+import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy import ColumnElement, and_, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
+from service.plans.records import PlanEvent, PlanSummary, SavedPlan
+from service.plans.tables import IdempotencyKeyRow, PlanEventRow, PlanRow, utc_now
+from service.plans.workflow import Decision, EventKind, PreconditionFailed, Status
+from service.sizing.errors import SizingError
+
+
+class PlanNotFound(LookupError):
+    def __init__(self, plan_id: int) -> None:
+        super().__init__(f"no plan {plan_id}")
+        self.plan_id = plan_id
+        self.message = f"no plan {plan_id}"
+
+
+def answer_of(row: PlanRow) -> PlanAnswer | TrainingAnswer:
+    if row.workload == "inference":
+        return msgspec.convert(row.answer, PlanAnswer)
+    return msgspec.convert(row.answer, TrainingAnswer)
+
+
+def saved_plan(row: PlanRow) -> SavedPlan:
+    return SavedPlan(
+        id=row.id,
+        name=row.name,
+        notes=row.notes,
+        status=row.status,  # type: ignore[arg-type]  # the column holds Status values only
+        author=row.author,
+        version=row.version,
+        workload=row.workload,
+        model=row.model_slug,
+        gpu=row.gpu_slug,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        request=msgspec.convert(row.request, PlanRequest),
+        answer=answer_of(row),
+        catalogue=row.catalogue,
+    )
+
+
+def summary(row: PlanRow) -> PlanSummary:
+    answer: dict[str, Any] = row.answer
+    return PlanSummary(
+        id=row.id,
+        name=row.name,
+        status=row.status,  # type: ignore[arg-type]
+        author=row.author,
+        version=row.version,
+        workload=row.workload,
+        model=row.model_slug,
+        gpu=row.gpu_slug,
+        weight_format=str(row.request.get("weight_format", "")),
+        fits=answer["fits"],
+        fit_status=answer["status"],
+        gpu_count=answer["gpu_count"],
+        spare_bytes=answer["spare_bytes"],
+        spare_fraction=answer["spare_fraction"],
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def event_of(row: PlanEventRow) -> PlanEvent:
+    return PlanEvent(
+        kind=row.kind,  # type: ignore[arg-type]
+        actor=row.actor,
+        at=row.at,
+        version=row.version,
+        from_status=row.from_status,  # type: ignore[arg-type]
+        to_status=row.to_status,  # type: ignore[arg-type]
+        decision=row.decision,  # type: ignore[arg-type]
+        comment=row.comment,
+    )
+
+
+async def get(session: AsyncSession, plan_id: int) -> PlanRow:
+    row = await session.scalar(
+        select(PlanRow).where(PlanRow.id == plan_id).execution_options(populate_existing=True)
+    )
+    if row is None:
+        raise PlanNotFound(plan_id)
+    return row
+
+
+async def events(session: AsyncSession, plan_id: int) -> list[PlanEventRow]:
+    rows = await session.scalars(
+        select(PlanEventRow)
+        .where(PlanEventRow.plan_id == plan_id)
+        .order_by(PlanEventRow.version, PlanEventRow.id)
+    )
+    return list(rows.all())
+
+
+async def add_event(
+    session: AsyncSession,
+    plan_id: int,
+    kind: EventKind,
+    actor: str,
+    *,
+    from_status: str | None,
+    to_status: str,
+    version: int,
+    decision: Decision | None = None,
+    comment: str = "",
+) -> None:
+    session.add(
+        PlanEventRow(
+            plan_id=plan_id,
+            kind=kind,
+            actor=actor,
+            from_status=from_status,
+            to_status=to_status,
+            version=version,
+            decision=decision,
+            comment=comment,
+            at=utc_now(),
+        )
+    )
+    await session.flush()
+
+
+async def update_versioned(
+    session: AsyncSession, row: PlanRow, expected_version: int, **values: Any
+) -> PlanRow:
+    """Apply ``values`` only if the plan is still at ``expected_version``; else 412."""
+    result = await session.execute(
+        update(PlanRow)
+        .where(PlanRow.id == row.id, PlanRow.version == expected_version)
+        .values(**values, version=expected_version + 1, updated_at=utc_now())
+        .execution_options(synchronize_session=False)
+    )
+    fresh = await get(session, row.id)
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        raise PreconditionFailed(fresh.version)
+    return fresh
+
+
+# Idempotency keys -------------------------------------------------------------------------
+
+
+async def find_key(session: AsyncSession, author: str, key: str) -> IdempotencyKeyRow | None:
+    return await session.scalar(
+        select(IdempotencyKeyRow)
+        .where(IdempotencyKeyRow.author == author, IdempotencyKeyRow.key == key)
+        .execution_options(populate_existing=True)
+    )
+
+
+async def claim_key(session: AsyncSession, author: str, key: str, digest: str) -> int | None:
+    """Insert the key unless it exists; its id, or None when another request holds it.
+
+    ON CONFLICT DO NOTHING rather than catching a unique violation: a failed INSERT aborts a
+    PostgreSQL transaction. A racing insert of the same key waits for the holder to commit
+    (PostgreSQL's unique index; SQLite's writer lock) and then does nothing.
+    """
+    now = utc_now()
+    values = {
+        "author": author,
+        "key": key,
+        "request_sha256": digest,
+        "plan_id": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert(IdempotencyKeyRow)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["author", "key"])
+        .returning(IdempotencyKeyRow.id)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def attach_key(session: AsyncSession, key_id: int, plan_id: int) -> None:
+    await session.execute(
+        update(IdempotencyKeyRow)
+        .where(IdempotencyKeyRow.id == key_id)
+        .values(plan_id=plan_id, updated_at=utc_now())
+        .execution_options(synchronize_session=False)
+    )
+
+
+# Listing ----------------------------------------------------------------------------------
+
+
+class Filters(msgspec.Struct, frozen=True, kw_only=True):
+    status: Status | None = None
+    author: str | None = None
+    model: str | None = None
+    gpu: str | None = None
+    created_after: datetime.datetime | None = None
+    created_before: datetime.datetime | None = None
+
+
+def encode_cursor(row: PlanRow) -> str:
+    raw = msgspec.json.encode([row.created_at.isoformat(), row.id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime.datetime, int]:
+    """The (created_at, id) of the last plan of the previous page; 400 naming ``cursor``."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, plan_id = msgspec.json.decode(raw, type=tuple[datetime.datetime, int])
+    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        raise SizingError("cursor", "is not a cursor this service handed out") from None
+    if created.tzinfo is None:
+        raise SizingError("cursor", "is not a cursor this service handed out")
+    return created, plan_id
+
+
+def as_utc(moment: datetime.datetime) -> datetime.datetime:
+    """A query's naive date-time means UTC (the column stores UTC)."""
+    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
+
+
+async def page(
+    session: AsyncSession, filters: Filters, limit: int, cursor: str | None
+) -> tuple[list[PlanRow], str | None]:
+    """Newest first, ordered by (created_at, id) descending: stable under inserts."""
+    where: list[ColumnElement[bool]] = []
+    if filters.status is not None:
+        where.append(PlanRow.status == filters.status)
+    if filters.author is not None:
+        where.append(PlanRow.author == filters.author)
+    if filters.model is not None:
+        where.append(PlanRow.model_slug == filters.model)
+    if filters.gpu is not None:
+        where.append(PlanRow.gpu_slug == filters.gpu)
+    if filters.created_after is not None:
+        where.append(PlanRow.created_at > as_utc(filters.created_after))
+    if filters.created_before is not None:
+        where.append(PlanRow.created_at < as_utc(filters.created_before))
+    if cursor is not None:
+        created, plan_id = decode_cursor(cursor)
+        where.append(
+            or_(
+                PlanRow.created_at < created,
+                and_(PlanRow.created_at == created, PlanRow.id < plan_id),
+            )
+        )
+    rows = list(
+        (
+            await session.scalars(
+                select(PlanRow)
+                .where(*where)
+                .order_by(PlanRow.created_at.desc(), PlanRow.id.desc())
+                .limit(limit + 1)
+            )
+        ).all()
+    )
+    next_cursor = encode_cursor(rows[limit - 1]) if len(rows) > limit else None
+    return rows[:limit], next_cursor
