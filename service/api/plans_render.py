@@ -22,7 +22,7 @@ def _inputs(plan: SavedPlan) -> list[str]:
     request = msgspec.to_builtins(plan.request)
     # Show only the inputs this workload reads: a reviewer should not wonder what zero_stage
     # does to an inference plan.
-    unread = set()
+    unread: set[str] = set()
     if plan.request.workload == "inference":
         unread |= TRAINING_ONLY | LORA_ONLY
     elif plan.request.workload == "training":
