@@ -15,7 +15,7 @@ from litestar import Controller, Request, Response, get, patch, post
 from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import JSONBody, Parameter, PathParameter, QueryParameter
+from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.compute import CSV, MARKDOWN, _also_served_as, _wants
@@ -49,16 +49,16 @@ AnyRequest = Request[Any, Any, Any]
 PlanId = Annotated[int, PathParameter(ge=1, le=2**53 - 1, description="The plan's id")]
 IfMatch = Annotated[
     str | None,
-    Parameter(
-        header="If-Match",
+    HeaderParameter(
+        name="If-Match",
         max_length=1000,
         description='The ETag of the version you read, e.g. "3" (428 without it, 412 if stale)',
     ),
 ]
 IdempotencyKey = Annotated[
     str | None,
-    Parameter(
-        header="Idempotency-Key",
+    HeaderParameter(
+        name="Idempotency-Key",
         min_length=1,
         max_length=IDEMPOTENCY_KEY_LENGTH,
         pattern=IDEMPOTENCY_KEY_PATTERN,

@@ -49,15 +49,31 @@ def body_digest(name: str, notes: str, request: PlanRequest) -> str:
 
 
 async def _compute(session: AsyncSession, request: PlanRequest) -> dict[str, object]:
-    """The columns a request determines: its answer, the rows it used, and the filter slugs."""
-    answer = await evaluate_plan(session, request)
+    """The columns a request determines: its answer, the rows it used, and the filter slugs.
+
+    Problems name fields as the body spells them: ``request.model``, not ``model``.
+    """
+    try:
+        answer = await evaluate_plan(session, request)
+        catalogue = await snapshot.take(session, request)
+    except SizingError as exc:
+        raise SizingError(f"request.{exc.field}", exc.message) from None
+    except NotFound as exc:
+        raise NotFound(
+            field=f"request.{exc.field}",
+            slug=exc.slug,
+            kind=exc.kind,
+            suggestions=exc.suggestions,
+            ambiguous=exc.ambiguous,
+            status=exc.status,
+        ) from None
     return {
         "workload": request.workload,
         "model_slug": answer.model,
         "gpu_slug": answer.gpu,
         "request": msgspec.to_builtins(request),
         "answer": msgspec.to_builtins(answer),
-        "catalogue": await snapshot.take(session, request),
+        "catalogue": catalogue,
     }
 
 
