@@ -8,10 +8,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.sizing.formats import FORMATS  # noqa: E402
-from service.sizing.matrix import SEED_MATRIX_WORKLOAD, build_matrix  # noqa: E402
-from service.sizing.plan import Workload, plan  # noqa: E402
-from tests.unit.sizing.specs import (  # noqa: E402
+from service.sizing.formats import FORMATS
+from service.sizing.matrix import SEED_MATRIX_WORKLOAD, build_matrix
+from service.sizing.plan import Workload, plan
+from tests.unit.sizing.specs import (
     ALL_GPUS,
     DEEPSEEK_V3,
     GEMMA_3_27B,
@@ -49,9 +49,7 @@ def main() -> None:
     models = [LLAMA_8B, LLAMA_70B, DEEPSEEK_V3, GPT_OSS_120B, GEMMA_3_27B, QWEN25_7B]
     formats = [BF16, FP8, FORMATS["int4"]]
     cells = len(models) * len(formats) * len(ALL_GPUS)
-    matrix = per_call(
-        lambda: build_matrix(models, formats, ALL_GPUS, SEED_MATRIX_WORKLOAD), 20
-    )
+    matrix = per_call(lambda: build_matrix(models, formats, ALL_GPUS, SEED_MATRIX_WORKLOAD), 20)
     print(f"{'case':<52} {'x baseline':>10}")
     for name, seconds in cases.items():
         print(f"{name:<52} {seconds / base:>10.2f}")

@@ -15,6 +15,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.compute import compute_handlers
 from service.api.health import health_handlers
+from service.api.openapi import forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.db import create_engine
@@ -33,7 +34,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         create_all=False,  # the schema arrives by migration only
         set_default_exception_handler=False,  # keep problem details for every error
     )
-    return Litestar(
+    app = Litestar(
         route_handlers=[*health_handlers, *catalogue_handlers, *compute_handlers, *plan_handlers],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
@@ -57,3 +58,5 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ),
         ),
     )
+    forbid_unknown_properties(app.openapi_schema)
+    return app

@@ -11,7 +11,6 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 from advanced_alchemy.filters import LimitOffset
-from advanced_alchemy.service import OffsetPagination
 from litestar import Controller, delete, get, post, put
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
@@ -22,9 +21,13 @@ from service.api.catalogue_schemas import (
     MAX_SOURCE_LENGTH,
     SLUG_PATTERN,
     FormatBody,
+    FormatPage,
     GpuBody,
+    GpuPage,
     InterconnectBody,
+    InterconnectPage,
     ModelBody,
+    ModelPage,
 )
 from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
@@ -37,6 +40,7 @@ from service.sizing.models import ModelSpec, validate_model
 
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 Body = TypeVar("Body", GpuBody, InterconnectBody, ModelBody, FormatBody)
+PageT = TypeVar("PageT", GpuPage, InterconnectPage, ModelPage, FormatPage)
 
 Session = NamedDependency[AsyncSession]
 SlugPath = Annotated[
@@ -63,16 +67,17 @@ async def _page(
     session: AsyncSession,
     table: type[Row],
     body_type: type[Body],
+    page_type: type[PageT],
     limit: int,
     offset: int,
     where: list[ColumnElement[bool]],
-) -> OffsetPagination[Body]:
+) -> PageT:
     repository = REPOSITORIES[table](session=session)
     rows, total = await repository.list_and_count(
         LimitOffset(limit=limit, offset=offset), *where, order_by=(table.slug, False)
     )
     items = [_answer(row, body_type) for row in rows]
-    return OffsetPagination[Body](items=items, limit=limit, offset=offset, total=total)
+    return page_type(items=items, limit=limit, offset=offset, total=total)  # type: ignore[arg-type]
 
 
 async def _exact(session: AsyncSession, table: type[Row], slug: str) -> Row:
@@ -182,7 +187,7 @@ class GpuController(Controller):
         min_memory_bytes: QueryBytes = 0,
         limit: Limit = 100,
         offset: Offset = 0,
-    ) -> OffsetPagination[GpuBody]:
+    ) -> GpuPage:
         where: list[ColumnElement[bool]] = []
         if vendor is not None:
             where.append(Gpu.vendor.ilike(vendor))
@@ -192,7 +197,7 @@ class GpuController(Controller):
             where.append(Gpu.fp4.is_(fp4))
         if min_memory_bytes:
             where.append(Gpu.memory_bytes >= min_memory_bytes)
-        return await _page(db_session, Gpu, GpuBody, limit, offset, where)
+        return await _page(db_session, Gpu, GpuBody, GpuPage, limit, offset, where)
 
     @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a GPU")
     async def get_gpu(self, db_session: Session, slug: SlugPath) -> GpuBody:
@@ -238,9 +243,11 @@ class InterconnectController(Controller):
         kind: QueryText = None,
         limit: Limit = 100,
         offset: Offset = 0,
-    ) -> OffsetPagination[InterconnectBody]:
+    ) -> InterconnectPage:
         where = [Interconnect.kind == kind] if kind is not None else []
-        return await _page(db_session, Interconnect, InterconnectBody, limit, offset, where)
+        return await _page(
+            db_session, Interconnect, InterconnectBody, InterconnectPage, limit, offset, where
+        )
 
     @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get an interconnect")
     async def get_interconnect(self, db_session: Session, slug: SlugPath) -> InterconnectBody:
@@ -300,13 +307,13 @@ class ModelController(Controller):
         max_total_params: QueryBytes = 2**53,
         limit: Limit = 100,
         offset: Offset = 0,
-    ) -> OffsetPagination[ModelBody]:
+    ) -> ModelPage:
         where: list[ColumnElement[bool]] = []
         if moe is not None:
             where.append(Model.experts > 1 if moe else Model.experts <= 1)
         if max_total_params < 2**53:
             where.append(Model.total_params <= max_total_params)
-        return await _page(db_session, Model, ModelBody, limit, offset, where)
+        return await _page(db_session, Model, ModelBody, ModelPage, limit, offset, where)
 
     @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a model")
     async def get_model(self, db_session: Session, slug: SlugPath) -> ModelBody:
@@ -351,13 +358,13 @@ class FormatController(Controller):
         kv_capable: QueryBool = None,
         limit: Limit = 100,
         offset: Offset = 0,
-    ) -> OffsetPagination[FormatBody]:
+    ) -> FormatPage:
         where: list[ColumnElement[bool]] = []
         if needs is not None:
             where.append(Format.needs == needs)
         if kv_capable is not None:
             where.append(Format.kv_capable.is_(kv_capable))
-        return await _page(db_session, Format, FormatBody, limit, offset, where)
+        return await _page(db_session, Format, FormatBody, FormatPage, limit, offset, where)
 
     @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a number format")
     async def get_format(self, db_session: Session, slug: SlugPath) -> FormatBody:

@@ -121,3 +121,33 @@ class FormatBody(msgspec.Struct, kw_only=True):
     aliases: Aliases = []
     notes: LongText = ""
     sources: Sources = []
+
+
+# One page type per kind: plain Structs render to the same OpenAPI whatever was imported first
+# (advanced-alchemy's generic OffsetPagination dataclass did not).
+class GpuPage(msgspec.Struct, frozen=True):
+    items: list[GpuBody]
+    limit: int
+    offset: int
+    total: int
+
+
+class InterconnectPage(msgspec.Struct, frozen=True):
+    items: list[InterconnectBody]
+    limit: int
+    offset: int
+    total: int
+
+
+class ModelPage(msgspec.Struct, frozen=True):
+    items: list[ModelBody]
+    limit: int
+    offset: int
+    total: int
+
+
+class FormatPage(msgspec.Struct, frozen=True):
+    items: list[FormatBody]
+    limit: int
+    offset: int
+    total: int

@@ -21,9 +21,10 @@ class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Rows: models x weight formats; columns: GPUs. Empty lists mean the whole catalogue
     (formats: bf16, fp8 and the seeds' 4-bit)."""
 
-    models: Annotated[list[SlugRef], Meta(max_length=64)] = []
-    formats: Annotated[list[SlugRef], Meta(max_length=16)] = []
-    gpus: Annotated[list[SlugRef], Meta(max_length=64)] = []
+    # Items are slugs checked by the catalogue lookup (unknown: 404 naming the list).
+    models: Annotated[list[str], Meta(max_length=64)] = []
+    formats: Annotated[list[str], Meta(max_length=16)] = []
+    gpus: Annotated[list[str], Meta(max_length=64)] = []
     kv_format: SlugRef | None = None
     concurrency: Users = 8
     context_tokens: ContextTokens = 8192

@@ -59,7 +59,7 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
 
 
-class PlanAnswer(Plan, frozen=True, kw_only=True):
+class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inference"):
     """The best plan; without ``gpu`` in the request, ``options`` ranks one plan per GPU."""
 
     workload: WorkloadKind = "inference"
@@ -76,7 +76,7 @@ class TrainingPerGpu(msgspec.Struct, frozen=True, kw_only=True):
     spare_bytes: int
 
 
-class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True):
+class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="training"):
     workload: WorkloadKind
     model: str
     gpu: str

@@ -40,6 +40,7 @@ AMBER_BELOW = 0.05
 UTILISATION_WARN_ABOVE = 0.95
 
 DEFAULT_SPLITS: tuple[int, ...] = (1, 2, 4, 8)
+MAX_GPU_COUNT = 65_536
 
 
 class Workload(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,7 +75,11 @@ def validate_workload(workload: Workload) -> Workload:
     )
     require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
     require(bool(workload.splits), "splits", "must name at least one GPU count")
-    require(all(n >= 1 for n in workload.splits), "splits", "GPU counts must be positive")
+    require(
+        all(1 <= n <= MAX_GPU_COUNT for n in workload.splits),
+        "splits",
+        f"GPU counts must be between 1 and {MAX_GPU_COUNT}",
+    )
     return workload
 
 
