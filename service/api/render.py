@@ -35,8 +35,8 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
         f"- Weights ({best.weight_format}): {label_bytes(best.weights_bytes)}",
         f"- KV cache ({best.kv_format}, {best.concurrency} x {best.context_tokens:,} tokens): "
         f"{label_bytes(best.kv_cache_bytes)}",
-        f"- KV pool: {label_bytes(best.kv_pool_bytes)} = {best.kv_pool_tokens:,} tokens per GPU, "
-        f"{best.max_concurrency} conversations of {best.context_tokens:,} tokens",
+        f"- KV pool: {label_bytes(best.kv_pool_bytes)}, room for {best.kv_pool_tokens:,} tokens: "
+        f"{best.max_concurrency} conversations of {best.context_tokens:,} tokens at once",
         f"- Decode ceiling: {best.decode.tokens_per_s_per_sequence:,.1f} tokens/s per "
         f"conversation, {best.decode.tokens_per_s_aggregate:,.0f} tokens/s for "
         f"{best.decode.concurrency}",
