@@ -236,7 +236,7 @@ class PlansController(Controller):
         self,
         request: AnyRequest,
         db_session: Session,
-        status: Status | None = None,
+        status: Annotated[Status | None, QueryParameter(description="Review state")] = None,
         author: QueryName = None,
         model: QuerySlug = None,
         gpu: QuerySlug = None,
