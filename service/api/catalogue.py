@@ -6,6 +6,7 @@ A write runs in the request's transaction, which commits only on a 2xx answer, s
 write leaves nothing behind.
 """
 
+import datetime
 import re
 from typing import Annotated, Any, TypeVar
 
@@ -131,8 +132,22 @@ async def _delete(session: AsyncSession, table: type[Row], slug: str) -> None:
     await session.flush()
 
 
+def _check_prices(data: GpuBody) -> None:
+    """Prices are non-negative, dated by a real day, and need a currency; else 422."""
+    for name in ("hourly_price_cents", "purchase_price_cents"):
+        value = getattr(data, name)
+        require(value is None or value >= 0, name, "must not be negative")
+        require(value is None or data.currency is not None, "currency", f"{name} needs one")
+    if data.price_observed_on is not None:
+        try:
+            datetime.date.fromisoformat(data.price_observed_on)
+        except ValueError:
+            raise SizingError("price_observed_on", "must be a calendar date, YYYY-MM-DD") from None
+
+
 async def _check_links(session: AsyncSession, data: GpuBody) -> GpuBody:
     """Link slugs must name interconnects (aliases resolve to the slug); else 422."""
+    _check_prices(data)
     changes = {}
     for field in ("nvlink", "host_link"):
         value = getattr(data, field)

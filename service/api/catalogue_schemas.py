@@ -41,6 +41,11 @@ Tokens = Annotated[int, Meta(gt=0, le=2**30)]
 OptionalTokens = Annotated[int, Meta(ge=0, le=2**30)]
 Bits = Annotated[int, Meta(ge=0, le=64)]
 BlockSize = Annotated[int, Meta(ge=0, le=2**20)]
+Currency = Annotated[str, Meta(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.g. USD")]
+Money = Annotated[int, Meta(le=MAX_SAFE_INT, description="Integer minor units (cents), >= 0")]
+IsoDate = Annotated[
+    str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", extra_json_schema={"format": "date"})
+]
 
 
 class InterconnectBody(msgspec.Struct, kw_only=True):
@@ -76,6 +81,18 @@ class GpuBody(msgspec.Struct, kw_only=True):
     aliases: Aliases = []
     notes: LongText = ""
     sources: Sources = []
+    # Prices: optional (null: unknown). Non-negative, checked in the controller (422): Litestar
+    # drops the lower bound of a nullable integer from the spec.
+    currency: Currency | None = None
+    """ISO 4217 code of both prices (USD, EUR); required when a price is set."""
+    hourly_price_cents: Money | None = None
+    """Cloud price of one GPU for one hour, in the currency's minor unit (cents)."""
+    purchase_price_cents: Money | None = None
+    """Price to buy one GPU, in the currency's minor unit (cents)."""
+    price_observed_on: IsoDate | None = None
+    """The day the prices were seen (YYYY-MM-DD)."""
+    price_source: LongText = ""
+    """Where the prices come from (a quote, a price list, a URL)."""
 
 
 class ModelBody(msgspec.Struct, kw_only=True):

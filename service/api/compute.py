@@ -16,8 +16,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.api.compute_schemas import MatrixRequest, OffloadRequest
 from service.api.guards import open_unless_required
 from service.api.problems import problems
-from service.api.render import matrix_csv, matrix_markdown, offload_markdown, plan_markdown
+from service.api.render import (
+    matrix_csv,
+    matrix_markdown,
+    offload_markdown,
+    plan_markdown,
+    plans_csv,
+)
 from service.catalogue import lookup
+from service.catalogue.prices import gpu_prices
 from service.plans.evaluate import (
     PlanAnswer,
     PlanRequest,
@@ -25,6 +32,7 @@ from service.plans.evaluate import (
     evaluate_plan,
     resolve_formats,
 )
+from service.sizing.cost import cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.matrix import build_matrix
 from service.sizing.offload import Offload, offload
@@ -61,15 +69,23 @@ def _wants(request: Request[Any, Any, Any], *offered: str) -> str:
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Where does this model fit, on how many GPUs, with how much room left",
-    operation_class=_also_served_as(MARKDOWN),
+    operation_class=_also_served_as(MARKDOWN, CSV),
     status_code=200,
 )
 async def plan_endpoint(
     request: Request[Any, Any, Any], db_session: Session, data: JSONBody[PlanRequest]
 ) -> Response[PlanAnswer | TrainingAnswer]:
     answer = await evaluate_plan(db_session, data)
-    if isinstance(answer, PlanAnswer) and _wants(request, MARKDOWN) == MARKDOWN:
-        return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
+    if isinstance(answer, PlanAnswer):
+        wanted = _wants(request, MARKDOWN, CSV)
+        if wanted == MARKDOWN:
+            return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
+        if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
+            return Response(
+                plans_csv(answer.options or [answer]),  # type: ignore[arg-type]
+                media_type=CSV,
+                headers={"Content-Disposition": 'attachment; filename="plans.csv"'},
+            )
     return Response(answer)
 
 
@@ -100,7 +116,7 @@ async def _matrix(
         capacity_basis=data.capacity_basis,
         splits=tuple(data.splits),
     )
-    m = build_matrix(models, formats, gpus, workload, kv)
+    m = cost_matrix(build_matrix(models, formats, gpus, workload, kv), await gpu_prices(session))
     wanted = _wants(request, MARKDOWN, CSV)
     if wanted == MARKDOWN:
         return Response(matrix_markdown(m), media_type=MARKDOWN)

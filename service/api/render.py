@@ -8,6 +8,7 @@ import csv
 import io
 from collections.abc import Sequence
 
+from service.sizing.cost import Cost
 from service.sizing.matrix import Matrix
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan
@@ -23,8 +24,37 @@ def _verdict(p: Plan) -> str:
     )
 
 
+def money(cents: int | None, currency: str) -> str:
+    """Integer minor units as a decimal amount with its currency: 1234567 -> '12,345.67 USD'."""
+    if cents is None:
+        return "-"
+    sign = "-" if cents < 0 else ""
+    whole, part = divmod(abs(cents), 100)
+    return f"{sign}{whole:,}.{part:02d} {currency}"
+
+
+def cost_text(cost: Cost | None) -> str:
+    """'4 x 2.50 USD/h = 10.00 USD/h; buy 4 x 25,000.00 USD = 100,000.00 USD' (known parts)."""
+    if cost is None:
+        return "no price in the catalogue"
+    parts = []
+    n, cur = cost.gpu_count, cost.currency
+    if cost.hourly_cost_cents is not None:
+        parts.append(
+            f"{n} x {money(cost.hourly_price_cents, cur)}/h = "
+            f"{money(cost.hourly_cost_cents, cur)}/h"
+        )
+    if cost.purchase_cost_cents is not None:
+        parts.append(
+            f"buy {n} x {money(cost.purchase_price_cents, cur)} = "
+            f"{money(cost.purchase_cost_cents, cur)}"
+        )
+    return "; ".join(parts)
+
+
 def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
     g = best.per_gpu
+    best_cost: Cost | None = getattr(best, "cost", None)  # PlanAnswer and PlanOption carry one
     lines = [
         f"# {best.model} on {best.gpu}",
         "",
@@ -41,6 +71,7 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
         f"conversation, {best.decode.tokens_per_s_aggregate:,.0f} tokens/s for "
         f"{best.decode.concurrency}",
         f"- Capacity basis: {best.capacity_basis}",
+        *([f"- Cost: {cost_text(best_cost)}"] if best_cost is not None else []),
         "",
         "| per GPU | GB | GiB |",
         "|---|---:|---:|",
@@ -62,12 +93,16 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
             "",
             "## Every GPU, best first",
             "",
-            "| GPU | GPUs | status | spare GB |",
-            "|---|---:|---|---:|",
+            "| GPU | GPUs | status | spare GB | cost |",
+            "|---|---:|---|---:|---|",
         ]
         for p in options:
             count = str(p.gpu_count) if p.fits else "-"
-            lines.append(f"| {p.gpu} | {count} | {p.status} | {to_gb(p.spare_bytes):,.1f} |")
+            option_cost: Cost | None = getattr(p, "cost", None)
+            cost = "-" if option_cost is None else cost_text(option_cost)
+            lines.append(
+                f"| {p.gpu} | {count} | {p.status} | {to_gb(p.spare_bytes):,.1f} | {cost} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -100,6 +135,8 @@ def matrix_markdown(m: Matrix) -> str:
 
 
 def matrix_csv(m: Matrix) -> str:
+    """One line per cell; the cost columns (COST_HEADERS) follow when any cell has a cost."""
+    priced = any(getattr(c, "cost", None) is not None for row in m.rows for c in row.cells)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -117,11 +154,13 @@ def matrix_csv(m: Matrix) -> str:
             "spare_fraction",
             "status",
             "amber",
+            *(COST_HEADERS if priced else []),
         ]
     )
     for row in m.rows:
         for c in row.cells:
             spare = c.spare_bytes
+            cost = getattr(c, "cost", None)
             writer.writerow(
                 [
                     row.model,
@@ -137,8 +176,90 @@ def matrix_csv(m: Matrix) -> str:
                     "" if c.spare_fraction is None else f"{c.spare_fraction:.4f}",
                     c.status,
                     "yes" if c.amber else "no",
+                    *(cost_columns(cost) if priced else []),
                 ]
             )
+    return out.getvalue()
+
+
+COST_HEADERS = [
+    "currency",
+    "hourly_price_per_gpu_cents",
+    "hourly_cost_cents",
+    "purchase_price_per_gpu_cents",
+    "purchase_cost_cents",
+    "price_observed_on",
+]
+"""Money in integer minor units of ``currency`` (cents), as in the JSON."""
+
+
+def cost_columns(cost: Cost | None) -> list[str]:
+    if cost is None:
+        return [""] * len(COST_HEADERS)
+    return [
+        cost.currency,
+        *(
+            "" if v is None else str(v)
+            for v in (
+                cost.hourly_price_cents,
+                cost.hourly_cost_cents,
+                cost.purchase_price_cents,
+                cost.purchase_cost_cents,
+            )
+        ),
+        cost.price_observed_on or "",
+    ]
+
+
+def plans_csv(options: Sequence[Plan]) -> str:
+    """The ranked plan list of /plan without a GPU, one row per GPU, units in the headers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "rank",
+            "model",
+            "gpu",
+            "weight_format",
+            "kv_format",
+            "fits",
+            "status",
+            "gpu_count",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "weights_bytes",
+            "kv_cache_bytes",
+            "budget_bytes",
+            "spare_bytes",
+            "spare_GB",
+            "spare_GiB",
+            "spare_fraction",
+            *COST_HEADERS,
+        ]
+    )
+    for rank, p in enumerate(options, start=1):
+        writer.writerow(
+            [
+                rank,
+                p.model,
+                p.gpu,
+                p.weight_format,
+                p.kv_format,
+                "yes" if p.fits else "no",
+                p.status,
+                p.gpu_count,
+                p.tensor_parallel,
+                p.pipeline_parallel,
+                p.weights_bytes,
+                p.kv_cache_bytes,
+                p.budget_bytes,
+                p.spare_bytes,
+                f"{to_gb(p.spare_bytes):.3f}",
+                f"{to_gib(p.spare_bytes):.3f}",
+                f"{p.spare_fraction:.4f}",
+                *cost_columns(getattr(p, "cost", None)),
+            ]
+        )
     return out.getvalue()
 
 

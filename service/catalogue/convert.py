@@ -3,6 +3,7 @@
 from typing import cast
 
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.sizing.cost import GpuPrice
 from service.sizing.formats import NativeSupport, NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import LayerType, ModelSpec
@@ -69,4 +70,15 @@ def number_format_of(row: Format) -> NumberFormat:
         needs=cast("NativeSupport", row.needs),
         kv_capable=row.kv_capable,
         description=row.description,
+    )
+
+
+def gpu_price_of(row: Gpu) -> GpuPrice:
+    return GpuPrice(
+        gpu=row.slug,
+        currency=row.currency,
+        hourly_price_cents=row.hourly_price_cents,
+        purchase_price_cents=row.purchase_price_cents,
+        price_observed_on=row.price_observed_on,
+        price_source=row.price_source or "",
     )

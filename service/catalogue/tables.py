@@ -56,6 +56,13 @@ class Gpu(CatalogueRow, IdentityAuditBase):
     bf16_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
     """0: not known from a reliable source."""
     tdp_w: Mapped[int] = mapped_column(Integer, default=0)
+    # Prices (migration 0004): optional, in the currency's minor unit (cents), never floats.
+    currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
+    hourly_price_cents: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    purchase_price_cents: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    price_observed_on: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    """ISO date, stored as text so plan snapshots (JSON) keep it as written."""
+    price_source: Mapped[str] = mapped_column(Text, default="")
 
 
 class Model(CatalogueRow, IdentityAuditBase):

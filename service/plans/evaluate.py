@@ -8,6 +8,7 @@ from msgspec import Meta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.catalogue import lookup
+from service.catalogue.prices import gpu_prices
 from service.plans.bounds import (
     SEED_OVERHEAD_BYTES,
     ContextTokens,
@@ -18,6 +19,8 @@ from service.plans.bounds import (
     Utilisation,
     WorkloadKind,
 )
+from service.sizing.advice import PlanWarning
+from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import CapacityBasis, GpuSpec
@@ -49,6 +52,10 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
     splits: Splits | None = None
     """GPU counts to try; default [1, 2, 4, 8] for inference, 1 to 1024 for training."""
+    rank_by: RankBy = "gpus"
+    """Without ``gpu``: order the options by the fewest GPUs (default), the lowest hourly cost
+    or the lowest purchase cost (inference only); GPUs without that price come after the priced
+    ones, listed in ``unpriced_gpus``."""
     capacity_basis: CapacityBasis = "marketed"
     recipe: Literal["mixed-precision-adam", "fp32-gradients-adam"] = "mixed-precision-adam"
     zero_stage: Literal[0, 1, 2, 3] = 3
@@ -59,11 +66,23 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
 
 
+class PlanOption(Plan, frozen=True, kw_only=True):
+    """One GPU's plan with its cost at the catalogue's prices."""
+
+    cost: Cost | None = None
+    """gpu_count x the GPU's prices; null when the GPU has no price or the plan does not fit."""
+
+
 class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inference"):
     """The best plan; without ``gpu`` in the request, ``options`` ranks one plan per GPU."""
 
     workload: WorkloadKind = "inference"
-    options: list[Plan] = msgspec.field(default_factory=list)
+    options: list[PlanOption] = msgspec.field(default_factory=list)
+    cost: Cost | None = None
+    """gpu_count x the GPU's prices; null when the GPU has no price or the plan does not fit."""
+    rank_by: RankBy = "gpus"
+    unpriced_gpus: list[str] = msgspec.field(default_factory=list)
+    """Ranked by a cost: the GPUs that fit but lack that price (listed after the priced ones)."""
 
 
 class TrainingPerGpu(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,11 +204,20 @@ def _train(
     return msgspec.structs.replace(answers[0], options=answers)
 
 
-async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
-    """Look the request's names up in the catalogue and run the sizing core on them."""
-    model = await resolve_model(session, data.model, data.model_spec)
-    gpus = await resolve_gpus(session, data.gpu)
-    weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
+def answer_plan(
+    data: PlanRequest,
+    model: ModelSpec,
+    gpus: list[GpuSpec],
+    weights: NumberFormat,
+    kv: NumberFormat,
+    prices: dict[str, GpuPrice],
+) -> "PlanAnswer | TrainingAnswer":
+    """The sizing core on resolved specs (the server and the CLI's local mode share this)."""
+    require(
+        data.workload == "inference" or data.rank_by == "gpus",
+        "rank_by",
+        "costs rank inference plans only; use gpus for training",
+    )
     workload = Workload(
         concurrency=data.concurrency,
         context_tokens=data.context_tokens,
@@ -201,7 +229,34 @@ async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer
     if data.workload != "inference":
         return _train(data, model, gpus, workload)
     if data.gpu is not None:
-        return PlanAnswer(**msgspec.structs.asdict(plan(model, gpus[0], weights, kv, workload)))
-    options = rank_gpus(model, gpus, weights, kv, workload)
-    require(bool(options), "splits", "no GPU in the catalogue can split this model that way")
-    return PlanAnswer(**msgspec.structs.asdict(options[0]), options=options)
+        best = plan(model, gpus[0], weights, kv, workload)
+        return PlanAnswer(
+            **msgspec.structs.asdict(best), cost=plan_cost(best, prices), rank_by=data.rank_by
+        )
+    plans = rank_gpus(model, gpus, weights, kv, workload)
+    require(bool(plans), "splits", "no GPU in the catalogue can split this model that way")
+    costs = [plan_cost(p, prices) for p in plans]
+    order, unpriced = rank_plans(plans, costs, data.rank_by)
+    options = [PlanOption(**msgspec.structs.asdict(plans[i]), cost=costs[i]) for i in order]
+    top = msgspec.structs.asdict(options[0])
+    if unpriced:
+        kind = "an hourly" if data.rank_by == "hourly_cost" else "a purchase"
+        top["warnings"] = [
+            *top["warnings"],
+            PlanWarning(
+                code=NO_PRICE,
+                message=f"Ranked by {data.rank_by.replace('_', ' ')}: {', '.join(unpriced)} "
+                f"{'has' if len(unpriced) == 1 else 'have'} no {kind} price in the catalogue "
+                "and come after the priced GPUs.",
+            ),
+        ]
+    return PlanAnswer(**top, options=options, rank_by=data.rank_by, unpriced_gpus=unpriced)
+
+
+async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
+    """Look the request's names up in the catalogue and run the sizing core on them."""
+    model = await resolve_model(session, data.model, data.model_spec)
+    gpus = await resolve_gpus(session, data.gpu)
+    weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
+    prices = await gpu_prices(session) if data.workload == "inference" else {}
+    return answer_plan(data, model, gpus, weights, kv, prices)
