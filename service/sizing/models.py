@@ -41,6 +41,10 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     sliding_window_tokens: int = 0
     layer_types: tuple[LayerType, ...] = ()
     """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
+    checkpoint_format: str = ""
+    checkpoint_bytes: int = 0
+    """A quantised checkpoint's real stored size (scales and 16-bit parts included, MTP layers
+    excluded); used instead of params x bits when planning in ``checkpoint_format``."""
 
     @property
     def resolved_head_dim(self) -> int:
@@ -84,8 +88,14 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
         "kv_lora_rank",
         "qk_rope_head_dim",
         "sliding_window_tokens",
+        "checkpoint_bytes",
     ):
         require(getattr(spec, name) >= 0, f(name), "must not be negative")
+    require(
+        bool(spec.checkpoint_format) == bool(spec.checkpoint_bytes),
+        f("checkpoint_bytes"),
+        "checkpoint_bytes and checkpoint_format go together",
+    )
     require(
         spec.active_params <= spec.total_params,
         f("active_params"),

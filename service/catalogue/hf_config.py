@@ -1,0 +1,443 @@
+"""Bring your own model: a Hugging Face config.json (and optionally the safetensors index)
+turned into the core's architecture, exact parameter counts and checkpoint bytes, offline.
+
+Supported families are those whose layer code was checked against meta-device parameter counts
+(reference/models.md): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss,
+Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower). Anything
+else is refused with the list, never guessed.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from service.sizing.errors import SizingError, require
+from service.sizing.formats import FORMATS, NumberFormat
+from service.sizing.models import LayerType, ModelSpec, validate_model
+from service.sizing.params import (
+    Architecture,
+    Attention,
+    Experts,
+    LinearKind,
+    ParamCount,
+    count_params,
+    mtp_params,
+)
+from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_bytes
+
+FIELD = "config_json"
+ALL_LINEAR_BUT_ROUTER: frozenset[LinearKind] = frozenset(
+    {"attention", "dense_ffn", "routed_expert", "shared_expert"}
+)
+
+
+class ImportedModel(msgspec.Struct, frozen=True, kw_only=True):
+    model_type: str
+    spec: ModelSpec
+    """Ready to plan; a quantised checkpoint sets checkpoint_format and checkpoint_bytes."""
+    params: ParamCount
+    vision_params: int
+    """Vision tower and projector of a multimodal wrapper (0 for text models); in total_params."""
+    mtp_params: int
+    checkpoint: CheckpointBytes
+    index_total_size_bytes: int | None
+    """The safetensors index's metadata.total_size, when given."""
+    checkpoint_difference_bytes: int | None
+    """index total_size - computed checkpoint bytes (headers and buffers make a small rest)."""
+    notes: list[str]
+
+
+class _Config:
+    """Typed access to a config dict; every error names the key."""
+
+    def __init__(self, raw: Mapping[str, Any], path: str = FIELD) -> None:
+        self.raw, self.path = raw, path
+
+    def field(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
+        value = self.raw.get(key, default)
+        if value is None:
+            raise SizingError(self.field(key), "is required for this model family")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SizingError(self.field(key), f"must be an integer, got {value!r}")
+        require(value >= minimum, self.field(key), f"must be at least {minimum}")
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        return None if self.raw.get(key) is None else self.integer(key, minimum=0)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise SizingError(self.field(key), f"must be true or false, got {value!r}")
+        return value
+
+    def sub(self, key: str) -> "_Config":
+        value = self.raw.get(key)
+        if not isinstance(value, Mapping):
+            raise SizingError(self.field(key), "must be an object")
+        return _Config(value, self.field(key))
+
+
+def _head_dim(c: _Config, hidden: int, heads: int) -> int:
+    explicit = c.optional_integer("head_dim")
+    if explicit:
+        return explicit
+    require(hidden % heads == 0, c.field("num_attention_heads"), "must divide hidden_size")
+    return hidden // heads
+
+
+def _layer_types(
+    c: _Config, layers: int, default: Callable[[int], LayerType]
+) -> tuple[LayerType, ...]:
+    raw = c.raw.get("layer_types")
+    if raw is None:
+        return tuple(default(i) for i in range(layers))
+    require(
+        isinstance(raw, list) and len(raw) == layers,
+        c.field("layer_types"),
+        f"must list one type for each of the {layers} layers",
+    )
+    kinds: list[LayerType] = []
+    for i, kind in enumerate(raw):
+        if kind == "full_attention":
+            kinds.append("full")
+        elif kind == "sliding_attention":
+            kinds.append("sliding")
+        else:
+            raise SizingError(f"{c.field('layer_types')}[{i}]", f"unknown layer type {kind!r}")
+    return tuple(kinds)
+
+
+def _uniform(kind: LayerType, layers: int) -> tuple[LayerType, ...]:
+    return (kind,) * layers
+
+
+def _gqa(
+    c: _Config,
+    *,
+    qkv_bias: bool = False,
+    o_bias: bool = False,
+    qk_norm: bool = False,
+    sinks: bool = False,
+) -> Attention:
+    hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
+    return Attention(
+        heads=heads,
+        kv_heads=c.integer("num_key_value_heads", heads),
+        head_dim=_head_dim(c, hidden, heads),
+        qkv_bias=qkv_bias,
+        o_bias=o_bias,
+        qk_norm=qk_norm,
+        sinks=sinks,
+    )
+
+
+def _base(
+    c: _Config,
+    attention: Attention,
+    *,
+    tie: bool,
+    experts: Experts | None = None,
+    norms: int = 2,
+    intermediate_key: str = "intermediate_size",
+) -> Architecture:
+    return Architecture(
+        layers=c.integer("num_hidden_layers"),
+        hidden_size=c.integer("hidden_size"),
+        vocab_size=c.integer("vocab_size"),
+        intermediate_size=c.integer(intermediate_key),
+        attention=attention,
+        experts=experts,
+        tie_word_embeddings=c.flag("tie_word_embeddings", tie),
+        norms_per_layer=norms,
+    )
+
+
+def _uniform_window(c: _Config, layers: int) -> tuple[tuple[LayerType, ...], int]:
+    """Mistral/Mixtral: a non-null sliding_window applies to every layer."""
+    window = c.optional_integer("sliding_window") or 0
+    return _uniform("sliding" if window else "full", layers), window
+
+
+# Each family: config -> (architecture, layer types, sliding window, notes).
+Parsed = tuple[Architecture, tuple[LayerType, ...], int, list[str]]
+
+
+def _llama(c: _Config) -> Parsed:
+    bias = c.flag("attention_bias", False)
+    require(not c.flag("mlp_bias", False), c.field("mlp_bias"), "MLP biases are not supported")
+    arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias), tie=False)
+    kinds, window = _uniform_window(c, arch.layers)
+    return arch, kinds, window, []
+
+
+def _mixtral(c: _Config) -> Parsed:
+    experts = Experts(
+        routed=c.integer("num_local_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        intermediate_size=c.integer("intermediate_size"),
+    )
+    arch = _base(c, _gqa(c), tie=False, experts=experts)
+    kinds, window = _uniform_window(c, arch.layers)
+    return arch, kinds, window, []
+
+
+def _qwen2(c: _Config) -> Parsed:
+    arch = _base(c, _gqa(c, qkv_bias=True), tie=False)
+    window = 0
+    kinds = _uniform("full", arch.layers)
+    if c.flag("use_sliding_window", False):
+        window = c.integer("sliding_window")
+        first_windowed = c.integer("max_window_layers", arch.layers, minimum=0)
+        kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i >= first_windowed else "full")
+    return arch, kinds, window, []
+
+
+def _qwen3(c: _Config) -> Parsed:
+    bias = c.flag("attention_bias", False)
+    arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias, qk_norm=True), tie=False)
+    return arch, _uniform("full", arch.layers), 0, []
+
+
+def _qwen3_moe(c: _Config) -> Parsed:
+    layers = c.integer("num_hidden_layers")
+    step = c.integer("decoder_sparse_step", 1)
+    dense_only = c.raw.get("mlp_only_layers") or []
+    require(isinstance(dense_only, list), c.field("mlp_only_layers"), "must be a list")
+    moe = [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
+    experts = Experts(
+        routed=c.integer("num_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        intermediate_size=c.integer("moe_intermediate_size"),
+        dense_layers=layers - len(moe),
+    )
+    bias = c.flag("attention_bias", False)
+    arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias, qk_norm=True), tie=False, experts=experts)
+    return arch, _uniform("full", layers), 0, []
+
+
+def _deepseek_v3(c: _Config) -> Parsed:
+    heads = c.integer("num_attention_heads")
+    attention = Attention(
+        kind="mla",
+        heads=heads,
+        kv_heads=c.integer("num_key_value_heads", heads),
+        head_dim=c.integer("v_head_dim"),
+        q_lora_rank=c.optional_integer("q_lora_rank") or 0,
+        kv_lora_rank=c.integer("kv_lora_rank"),
+        qk_nope_head_dim=c.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=c.integer("qk_rope_head_dim"),
+        v_head_dim=c.integer("v_head_dim"),
+        o_bias=c.flag("attention_bias", False),
+    )
+    require(c.integer("moe_layer_freq", 1) == 1, c.field("moe_layer_freq"), "only 1 is supported")
+    experts = Experts(
+        routed=c.integer("n_routed_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        intermediate_size=c.integer("moe_intermediate_size"),
+        shared=c.integer("n_shared_experts", 0, minimum=0),
+        dense_layers=c.integer("first_k_dense_replace", 0, minimum=0),
+    )
+    arch = _base(c, attention, tie=False, experts=experts)
+    return arch, _uniform("mla", arch.layers), 0, []
+
+
+def _gpt_oss(c: _Config) -> Parsed:
+    experts = Experts(
+        routed=c.integer("num_local_experts"),
+        top_k=c.integer("num_experts_per_tok", c.raw.get("experts_per_token")),
+        intermediate_size=c.integer("intermediate_size"),
+        router_bias=True,
+        expert_bias=True,
+    )
+    arch = _base(c, _gqa(c, qkv_bias=True, o_bias=True, sinks=True), tie=False, experts=experts)
+    kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i % 2 == 0 else "full")
+    return arch, kinds, c.integer("sliding_window"), []
+
+
+def _gemma2(c: _Config) -> Parsed:
+    arch = _base(c, _gqa(c), tie=True, norms=4)
+    # Gemma 2 alternates: even layers attend through the sliding window.
+    kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i % 2 == 0 else "full")
+    return arch, kinds, c.integer("sliding_window"), []
+
+
+def _gemma3_text(c: _Config) -> Parsed:
+    arch = _base(c, _gqa(c, qk_norm=True), tie=True, norms=4)
+    pattern = c.integer("sliding_window_pattern", c.raw.get("_sliding_window_pattern", 6))
+    kinds = _layer_types(c, arch.layers, lambda i: "full" if (i + 1) % pattern == 0 else "sliding")
+    return arch, kinds, c.integer("sliding_window"), []
+
+
+FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
+    "llama": _llama,
+    "mistral": _llama,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "deepseek_v3": _deepseek_v3,
+    "gpt_oss": _gpt_oss,
+    "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
+    "gemma3": _gemma3_text,  # the multimodal wrapper: its text_config, plus the vision tower
+}
+
+
+def siglip_vision_params(v: _Config) -> int:
+    """SigLIP vision tower (Gemma 3): patch embedding, position embedding, encoder layers with
+    biased attention and MLP and two LayerNorms each, and the post-LayerNorm."""
+    hidden, inter = v.integer("hidden_size"), v.integer("intermediate_size")
+    patch, image, channels = (
+        v.integer("patch_size"),
+        v.integer("image_size"),
+        v.integer("num_channels", 3),
+    )
+    positions = (image // patch) ** 2
+    embeddings = channels * patch * patch * hidden + hidden + positions * hidden
+    layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inter + inter + hidden + 4 * hidden
+    require(
+        not v.flag("vision_use_head", False),
+        v.field("vision_use_head"),
+        "a pooling head is not supported",
+    )
+    return embeddings + v.integer("num_hidden_layers") * layer + 2 * hidden
+
+
+def _quant_scheme(c: _Config, arch: Architecture) -> tuple[QuantScheme, NumberFormat, list[str]]:
+    """The checkpoint's storage and the closest weight format for planning."""
+    raw = c.raw.get("quantization_config")
+    if raw is None:
+        return QuantScheme(), FORMATS["bf16"], []
+    q = c.sub("quantization_config")
+    method = q.raw.get("quant_method")
+    if method == "mxfp4":
+        # gpt-oss keeps attention, router, embeddings and head in BF16 (modules_to_not_convert).
+        scheme = QuantScheme(
+            method="mxfp4", quantized=frozenset({"routed_expert"}), value_format=FORMATS["mxfp4"]
+        )
+        return scheme, FORMATS["mxfp4"], ["experts stored in MXFP4 (4.25 bits); the rest BF16"]
+    if method == "fp8":
+        block = q.raw.get("weight_block_size")
+        if block is not None:
+            require(
+                isinstance(block, list)
+                and len(block) == 2
+                and all(isinstance(b, int) and b > 0 for b in block),
+                q.field("weight_block_size"),
+                "must be two positive integers",
+            )
+        quantized = ALL_LINEAR_BUT_ROUTER
+        scheme = QuantScheme(
+            method="fp8",
+            quantized=quantized,
+            value_format=FORMATS["fp8"],
+            block=(block[0], block[1]) if block else None,
+        )
+        note = "linear layers stored in FP8" + (
+            f" with one FP32 scale per {block[0]}x{block[1]} block" if block else ""
+        )
+        return scheme, FORMATS["fp8"], [note + "; router, norms, embeddings and head BF16"]
+    if method in ("gptq", "awq"):
+        bits = q.integer("bits")
+        require(bits == 4, q.field("bits"), "only 4-bit GPTQ/AWQ is supported")
+        group = q.integer("group_size", 128)
+        fmt = msgspec.structs.replace(FORMATS[f"{method}-int4"], block_size=group)
+        quantized = ALL_LINEAR_BUT_ROUTER
+        scheme = QuantScheme(method="int4", quantized=quantized, value_format=fmt)
+        return scheme, FORMATS[f"{method}-int4"], [f"{method.upper()} int4, group {group}"]
+    raise SizingError(
+        q.field("quant_method"),
+        f"unsupported quantization {method!r}; supported: mxfp4, fp8, gptq, awq",
+    )
+
+
+def import_config(
+    config: Mapping[str, Any], slug: str, index: Mapping[str, Any] | None = None
+) -> ImportedModel:
+    """Derive everything the planner needs from a config.json, exactly."""
+    require(isinstance(config, Mapping), FIELD, "must be a JSON object")
+    top = _Config(config)
+    model_type = config.get("model_type")
+    if model_type not in FAMILIES:
+        raise SizingError(
+            f"{FIELD}.model_type",
+            f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}",
+        )
+    c = top.sub("text_config") if model_type == "gemma3" else top
+    arch, kinds, window, notes = FAMILIES[model_type](c)
+    vision = 0
+    if model_type == "gemma3":
+        v = top.sub("vision_config")
+        # The projector: one vision_hidden x text_hidden matrix and a soft-embedding RMSNorm.
+        vision = siglip_vision_params(v) + v.integer("hidden_size") * (arch.hidden_size + 1)
+    counted = count_params(arch)
+    mtp_layers = top.integer("num_nextn_predict_layers", 0, minimum=0)
+    scheme, weight_format, quant_notes = _quant_scheme(top, arch)
+    stored = checkpoint_bytes(arch, scheme, mtp_layers)
+    if vision:
+        vision_bytes = vision * scheme.unquantized_bytes_per_param
+        stored = msgspec.structs.replace(
+            stored,
+            total_bytes=stored.total_bytes + vision_bytes,
+            unquantized_params=stored.unquantized_params + vision,
+            unquantized_bytes=stored.unquantized_bytes + vision_bytes,
+        )
+        notes.append(f"includes the vision tower and projector: {vision:,} parameters")
+    index_total = None
+    if index is not None:
+        metadata = index.get("metadata") if isinstance(index, Mapping) else None
+        total_size = metadata.get("total_size") if isinstance(metadata, Mapping) else None
+        require(
+            isinstance(total_size, int) and total_size > 0,
+            "index_json.metadata.total_size",
+            "must be a positive integer",
+        )
+        index_total = total_size
+    total = counted.total + vision
+    spec = ModelSpec(
+        slug=slug,
+        name=str(config.get("_name_or_path") or slug),
+        total_params=total,
+        active_params=counted.active_excl_input_embedding + vision if arch.experts else 0,
+        layers=arch.layers,
+        hidden_size=arch.hidden_size,
+        intermediate_size=arch.experts.intermediate_size
+        if arch.experts
+        else arch.intermediate_size,
+        attention_heads=arch.attention.heads,
+        kv_heads=arch.attention.kv_heads,
+        head_dim=arch.attention.head_dim,
+        vocab_size=arch.vocab_size,
+        max_context_tokens=c.integer("max_position_embeddings"),
+        experts=arch.experts.routed if arch.experts else 0,
+        experts_per_token=arch.experts.top_k if arch.experts else 0,
+        kv_lora_rank=arch.attention.kv_lora_rank,
+        qk_rope_head_dim=arch.attention.qk_rope_head_dim,
+        sliding_window_tokens=window,
+        layer_types=kinds,
+        checkpoint_format=weight_format.slug if scheme.method != "none" else "",
+        checkpoint_bytes=stored.total_bytes - stored.mtp_bytes if scheme.method != "none" else 0,
+    )
+    validate_model(spec, field=FIELD)
+    return ImportedModel(
+        model_type=str(model_type),
+        spec=spec,
+        params=counted,
+        vision_params=vision,
+        mtp_params=mtp_params(arch, mtp_layers),
+        checkpoint=stored,
+        index_total_size_bytes=index_total,
+        checkpoint_difference_bytes=None
+        if index_total is None
+        else index_total - stored.total_bytes,
+        notes=notes
+        + quant_notes
+        + ([f"{mtp_layers} MTP layer(s) stored but not served"] if mtp_layers else []),
+    )

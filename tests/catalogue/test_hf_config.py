@@ -1,0 +1,180 @@
+"""Importing a Hugging Face config.json: exact parameter counts and checkpoint bytes.
+
+The fixtures in tests/data/hf_configs/ are written from the fields listed in
+../shared/reference/models.json (each names its source). Expected counts are the reference's
+meta-device counts (transformers 5.24 on torch's meta device, reference/models.md).
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.catalogue.hf_config import import_config
+from service.sizing.errors import SizingError
+from service.sizing.formats import FORMATS
+from service.sizing.weights import model_weight_bytes
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+
+
+def config(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
+    return loaded
+
+
+# (fixture, total, active incl. embeddings, active excl. the input embedding) from models.md.
+REFERENCE = [
+    ("llama-3.1-8b", 8_030_261_248, None, None),
+    ("llama-3.1-70b", 70_553_706_496, None, None),
+    ("llama-3.1-405b", 405_853_388_800, None, None),
+    ("gpt-oss-20b", 20_914_757_184, 4_187_440_704, 3_608_307_264),
+    ("gpt-oss-120b", 116_829_156_672, 5_711_982_912, 5_132_849_472),
+    ("deepseek-v3", 671_026_404_352, 37_552_282_624, 36_625_603_584),
+    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248, 12_748_853_248),
+    ("mixtral-8x22b", 140_630_071_296, 39_161_468_928, 38_960_142_336),
+    ("mistral-7b-v0.3", 7_248_023_552, None, None),
+    ("qwen2.5-7b", 7_615_616_512, None, None),
+    ("qwen2.5-72b", 72_706_203_648, None, None),
+    ("qwen3-8b", 8_190_735_360, None, None),
+    ("qwen3-32b", 32_762_123_264, None, None),
+    ("qwen3-235b-a22b", 235_093_634_560, 22_190_763_520, 21_568_433_664),
+    ("gemma-2-27b", 27_227_128_320, None, None),
+    ("gemma-3-27b-text", 27_009_346_304, None, None),
+    ("gemma-3-27b-multimodal", 27_432_406_640, None, None),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "active", "active_excl"), REFERENCE)
+def test_counts_equal_the_meta_device_reference(
+    name: str, total: int, active: int | None, active_excl: int | None
+) -> None:
+    imported = import_config(config(name), name)
+    assert imported.spec.total_params == total
+    if active is None:
+        # Dense: every parameter is read per token.
+        assert imported.spec.resolved_active_params == total
+    else:
+        assert imported.params.active == active
+        assert imported.params.active_excl_input_embedding == active_excl
+        assert imported.spec.active_params == active_excl
+
+
+def test_gemma_3_multimodal_adds_its_vision_tower_and_projector() -> None:
+    # models.md: vision tower 416,866,032 + projector 6,194,304 on top of the text model.
+    imported = import_config(config("gemma-3-27b-multimodal"), "gemma-3-27b")
+    assert imported.vision_params == 416_866_032 + 6_194_304
+    assert imported.params.total == 27_009_346_304
+
+
+def test_architecture_fields_come_from_the_config() -> None:
+    deepseek = import_config(config("deepseek-v3"), "deepseek-v3").spec
+    assert (deepseek.kv_lora_rank, deepseek.qk_rope_head_dim) == (512, 64)
+    assert deepseek.count_layers("mla") == 61 and deepseek.max_context_tokens == 163_840
+    assert (deepseek.experts, deepseek.experts_per_token) == (256, 8)
+    oss = import_config(config("gpt-oss-120b"), "gpt-oss-120b").spec
+    assert (oss.count_layers("sliding"), oss.count_layers("full")) == (18, 18)
+    assert oss.sliding_window_tokens == 128 and oss.head_dim == 64
+    gemma2 = import_config(config("gemma-2-27b"), "gemma-2-27b").spec
+    assert gemma2.layer_types[:2] == ("sliding", "full") and gemma2.count_layers("full") == 23
+    gemma3 = import_config(config("gemma-3-27b-text"), "gemma-3-27b").spec
+    assert (gemma3.count_layers("sliding"), gemma3.count_layers("full")) == (52, 10)
+    qwen = import_config(config("qwen2.5-7b"), "qwen2.5-7b").spec
+    assert qwen.count_layers("full") == 28  # use_sliding_window is false
+    assert qwen.resolved_head_dim == 128  # 3584 / 28
+
+
+def test_gpt_oss_120b_mxfp4_checkpoint_matches_the_published_tensor_bytes() -> None:
+    # Experts' weights in MXFP4: 114,661,785,600 values x 4.25 bits = 60,914,073,600 B;
+    # everything else (attention, router, expert biases, embeddings, head, norms) BF16:
+    # 2,167,371,072 x 2 = 4,334,742,144 B; total 65,248,815,744 B.
+    # Published: a public deployment manifest test for openai/gpt-oss-120b asserts
+    # weights tensor_bytes == 65248815744 (search index id 59724567210), and a public
+    # config-parser test uses the same figure as the checkpoint size (id 57403603525).
+    imported = import_config(config("gpt-oss-120b"), "gpt-oss-120b")
+    stored = imported.checkpoint
+    assert stored.quantized_params == 114_661_785_600
+    assert stored.quantized_bytes == 60_914_073_600
+    assert stored.unquantized_bytes == 4_334_742_144
+    assert stored.total_bytes == 65_248_815_744
+    # Planning in MXFP4 uses the stored size, not 116.8e9 x 4.25 / 8 = 62,065,489,482 B.
+    assert imported.spec.checkpoint_format == "mxfp4"
+    assert model_weight_bytes(imported.spec, FORMATS["mxfp4"]) == 65_248_815_744
+    assert model_weight_bytes(imported.spec, FORMATS["bf16"]) == 2 * 116_829_156_672
+
+
+def test_deepseek_v3_fp8_checkpoint_is_within_headers_of_the_published_size() -> None:
+    # Linear layers in FP8 (1 B) with one FP32 scale per 128 x 128 block; router, norms,
+    # embedding and head BF16. Main model: 669,065,609,216 FP8 values + 40,838,232 scales x 4 B
+    # + 1,960,795,136 BF16 values x 2 B = 673,150,552,416 B. The repository also stores the MTP
+    # layer (11,610,067,968 unique parameters) and its copies of the embedding and head:
+    # 688,574,778,944 B in all. Published: the deepseek-ai/DeepSeek-V3 safetensors files at
+    # commit afb92e1f total 688,586,727,753 B (a public model-facts file, search index id
+    # 59118868630; README: "685B ... 671B of the Main Model weights and 14B of the MTP
+    # Module"). The 11,948,809 B rest is the 163 files' JSON headers and FP32 router-bias
+    # buffers, which are not parameters: under 0.002%.
+    index = {"metadata": {"total_size": 688_586_727_753}}
+    imported = import_config(config("deepseek-v3"), "deepseek-v3", index=index)
+    stored = imported.checkpoint
+    assert imported.mtp_params == 11_610_067_968
+    assert stored.total_bytes == 688_574_778_944
+    assert stored.total_bytes - stored.mtp_bytes == 673_150_552_416
+    assert imported.index_total_size_bytes == 688_586_727_753
+    assert imported.checkpoint_difference_bytes == 11_948_809
+    assert imported.checkpoint_difference_bytes / 688_586_727_753 < 0.00002
+    # The served model is the main model, without the MTP layer.
+    assert imported.spec.checkpoint_bytes == 673_150_552_416
+
+
+def test_qwen3_32b_bf16_checkpoint_equals_its_index_total_size() -> None:
+    # 32,762,123,264 parameters x 2 B = 65,524,246,528 B, the total_size of Qwen3-32B's
+    # 17-shard model.safetensors.index.json quoted in a public write-up (id 36887862677).
+    imported = import_config(config("qwen3-32b"), "qwen3-32b")
+    assert imported.checkpoint.total_bytes == 65_524_246_528
+    assert imported.spec.checkpoint_bytes == 0  # unquantised: plan with any format
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model_type": "falcon"}, "config_json.model_type"),
+        ({"model_type": None}, "config_json.model_type"),
+        ({"num_hidden_layers": None}, "config_json.num_hidden_layers"),
+        ({"num_hidden_layers": "80"}, "config_json.num_hidden_layers"),
+        ({"hidden_size": 0}, "config_json.hidden_size"),
+        ({"num_key_value_heads": 7}, "config_json.kv_heads"),
+        ({"tie_word_embeddings": "no"}, "config_json.tie_word_embeddings"),
+        (
+            {"quantization_config": {"quant_method": "bitsandbytes"}},
+            "config_json.quantization_config.quant_method",
+        ),
+        (
+            {"quantization_config": {"quant_method": "gptq", "bits": 3}},
+            "config_json.quantization_config.bits",
+        ),
+    ],
+)
+def test_malformed_or_unsupported_configs_name_the_problem(
+    change: dict[str, Any], field: str
+) -> None:
+    raw = {**config("llama-3.1-70b"), **change}
+    with pytest.raises(SizingError) as info:
+        import_config(raw, "broken")
+    assert info.value.field == field
+    if field.endswith("model_type"):
+        assert "supported: deepseek_v3, gemma2" in info.value.message
+
+
+def test_gptq_int4_stores_group_scales_and_zeros() -> None:
+    # Llama 3.1 8B: decoder linear layers 6,979,321,856 values (218,103,808 per layer x 32)
+    # at 4 + 20/128 = 133/32 bits: 6,979,321,856 x 133 / 256 = 27,262,976 x 133
+    # = 3,625,975,808 B; embeddings, head and norms 1,050,939,392 x 2 B.
+    raw = {
+        **config("llama-3.1-8b"),
+        "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128},
+    }
+    stored = import_config(raw, "llama-8b-gptq").checkpoint
+    assert stored.quantized_params == 6_979_321_856
+    assert stored.quantized_bytes == 3_625_975_808
+    assert stored.unquantized_bytes == (8_030_261_248 - 6_979_321_856) * 2
