@@ -13,6 +13,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
 from service.api.catalogue import catalogue_handlers
+from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.health import health_handlers
 from service.api.openapi import forbid_unknown_properties
@@ -35,7 +36,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         set_default_exception_handler=False,  # keep problem details for every error
     )
     app = Litestar(
-        route_handlers=[*health_handlers, *catalogue_handlers, *compute_handlers, *plan_handlers],
+        route_handlers=[
+            *health_handlers,
+            *catalogue_handlers,
+            *compute_handlers,
+            *plan_handlers,
+            *chatops_handlers,
+        ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,

@@ -18,6 +18,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     port: int = 8000
     max_request_body_bytes: int = MiB
     log_level: str = "INFO"
+    slack_signing_secret: str = msgspec.field(default="")
+    """Slack app signing secret; empty: POST /chatops/slack is disabled (404)."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> "Settings":

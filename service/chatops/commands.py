@@ -1,0 +1,168 @@
+"""The chat command language, parsed without I/O.
+
+    plan MODEL [on [N] GPU] [FORMAT] [USERSxCONTEXT] [by gpus|hourly|purchase]
+    matrix MODEL [FORMAT ...]
+    offload MODEL on [N] GPU [FORMAT]
+    gpus | models | help
+
+USERSxCONTEXT is conversations x tokens each: ``40x8192`` (``40x8k`` = 40 x 8,192; k = 1024).
+Names are catalogue slugs or short aliases (``h100`` -> ``h100-sxm``); the catalogue checks them.
+"""
+
+import re
+from typing import Literal
+
+import msgspec
+
+from service.sizing.cost import RankBy
+
+USAGE = "\n".join(
+    [
+        "`plan MODEL [on [N] GPU] [FORMAT] [USERSxCONTEXT] [by gpus|hourly|purchase]`",
+        "    e.g. `plan llama-3.1-70b on h100 bf16 40x8192`; without `on GPU`: the best GPUs",
+        "`matrix MODEL [FORMAT ...]`: fewest GPUs per format on every GPU, "
+        "e.g. `matrix llama-3.1-70b`",
+        "`offload MODEL on [N] GPU [FORMAT]`: speed with weights in CPU memory, "
+        "e.g. `offload llama-3.1-70b on 1 h100`",
+        "`gpus`, `models`: the catalogue; `help`: this text",
+        "USERSxCONTEXT: conversations x tokens each, `40x8192` or `40x8k` (k = 1024). "
+        "Defaults: bf16, 8x8192.",
+    ]
+)
+
+_WORKLOAD = re.compile(r"^(\d{1,9})x(\d{1,12})(k?)$")
+_COUNT = re.compile(r"^\d{1,6}$")
+_RANK_WORDS: dict[str, RankBy] = {
+    "gpus": "gpus",
+    "gpu": "gpus",
+    "count": "gpus",
+    "hourly": "hourly_cost",
+    "hourly_cost": "hourly_cost",
+    "hour": "hourly_cost",
+    "cost": "hourly_cost",
+    "purchase": "purchase_cost",
+    "purchase_cost": "purchase_cost",
+    "buy": "purchase_cost",
+}
+
+
+class PlanCommand(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    gpu: str | None = None
+    gpu_count: int | None = None
+    weight_format: str = "bf16"
+    concurrency: int | None = None
+    context_tokens: int | None = None
+    rank_by: RankBy = "gpus"
+
+
+class MatrixCommand(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    formats: tuple[str, ...] = ()
+
+
+class OffloadCommand(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    gpu: str
+    gpu_count: int = 1
+    weight_format: str = "bf16"
+
+
+class ListCommand(msgspec.Struct, frozen=True, kw_only=True):
+    what: Literal["gpus", "models"]
+
+
+class HelpCommand(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+class Unparsed(msgspec.Struct, frozen=True, kw_only=True):
+    """Text that is not a command: the reason, answered with the usage."""
+
+    reason: str
+
+
+Command = PlanCommand | MatrixCommand | OffloadCommand | ListCommand | HelpCommand
+
+
+def _on_clause(tokens: list[str], i: int) -> tuple[int | None, str, int] | Unparsed:
+    """``on [N] GPU`` starting after ``on`` at ``i``: (count, gpu, next index)."""
+    count: int | None = None
+    if i < len(tokens) and _COUNT.match(tokens[i]):
+        count = int(tokens[i])
+        i += 1
+        if count < 1:
+            return Unparsed(reason="the GPU count must be at least 1")
+    if i >= len(tokens):
+        return Unparsed(reason="`on` needs a GPU, e.g. `on h100` or `on 4 h100`")
+    return count, tokens[i], i + 1
+
+
+def _plan(tokens: list[str]) -> PlanCommand | Unparsed:
+    if len(tokens) < 2:
+        return Unparsed(reason="`plan` needs a model, e.g. `plan llama-3.1-70b`")
+    fields: dict[str, object] = {"model": tokens[1]}
+    i = 2
+    while i < len(tokens):
+        token = tokens[i]
+        workload = _WORKLOAD.match(token)
+        if token == "on" and "gpu" not in fields:
+            clause = _on_clause(tokens, i + 1)
+            if isinstance(clause, Unparsed):
+                return clause
+            fields["gpu_count"], fields["gpu"], i = clause
+            continue
+        if token == "by" and "rank_by" not in fields:
+            if i + 1 >= len(tokens) or tokens[i + 1] not in _RANK_WORDS:
+                return Unparsed(reason="`by` takes gpus, hourly or purchase")
+            fields["rank_by"] = _RANK_WORDS[tokens[i + 1]]
+            i += 2
+            continue
+        if workload and "concurrency" not in fields:
+            fields["concurrency"] = int(workload.group(1))
+            scale = 1024 if workload.group(3) else 1
+            fields["context_tokens"] = int(workload.group(2)) * scale
+        elif "weight_format" not in fields and not token[0].isdigit() and token not in ("on", "by"):
+            fields["weight_format"] = token
+        else:
+            return Unparsed(reason=f"I did not understand `{token}`")
+        i += 1
+    return msgspec.convert(fields, PlanCommand)
+
+
+def _offload(tokens: list[str]) -> OffloadCommand | Unparsed:
+    if len(tokens) < 4 or tokens[2] != "on":
+        return Unparsed(reason="`offload` needs a model and a GPU: `offload MODEL on [N] GPU`")
+    clause = _on_clause(tokens, 3)
+    if isinstance(clause, Unparsed):
+        return clause
+    count, gpu, i = clause
+    rest = tokens[i:]
+    if len(rest) > 1:
+        return Unparsed(reason=f"I did not understand `{' '.join(rest[1:])}`")
+    return OffloadCommand(
+        model=tokens[1], gpu=gpu, gpu_count=count or 1, weight_format=rest[0] if rest else "bf16"
+    )
+
+
+def parse(text: str) -> Command | Unparsed:
+    """One line of chat -> a command, or why it is not one."""
+    tokens = text.strip().lower().replace(",", " ").split()
+    if not tokens:
+        return HelpCommand()
+    verb = tokens[0]
+    if verb in ("help", "?", "usage"):
+        return HelpCommand()
+    if verb in ("gpus", "models"):
+        if len(tokens) > 1:
+            return Unparsed(reason=f"`{verb}` takes nothing after it")
+        return ListCommand(what=verb)  # type: ignore[arg-type]
+    if verb == "plan":
+        return _plan(tokens)
+    if verb == "matrix":
+        if len(tokens) < 2:
+            return Unparsed(reason="`matrix` needs a model, e.g. `matrix llama-3.1-70b`")
+        return MatrixCommand(model=tokens[1], formats=tuple(tokens[2:]))
+    if verb == "offload":
+        return _offload(tokens)
+    return Unparsed(reason=f"I do not know the command `{verb}`")

@@ -1,0 +1,108 @@
+"""Run a chat command against the catalogue: the same evaluation /plan, /matrix, /offload use."""
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.catalogue import lookup
+from service.catalogue.errors import NotFound
+from service.catalogue.prices import gpu_prices
+from service.catalogue.tables import Gpu, Model
+from service.chatops import slack
+from service.chatops.commands import (
+    HelpCommand,
+    ListCommand,
+    MatrixCommand,
+    OffloadCommand,
+    PlanCommand,
+    Unparsed,
+    parse,
+)
+from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.sizing.cost import cost_matrix
+from service.sizing.errors import SizingError
+from service.sizing.matrix import MATRIX_SPLITS, build_matrix
+from service.sizing.offload import offload
+from service.sizing.plan import Workload
+from service.sizing.units import label_bytes
+
+DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
+MAX_MATRIX_FORMATS = 8
+
+
+async def _names(session: AsyncSession) -> dict[str, str]:
+    rows = (await session.execute(select(Gpu.slug, Gpu.name))).all()
+    return {slug: name for slug, name in rows}
+
+
+async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
+    body: dict[str, object] = {"model": c.model, "weight_format": c.weight_format}
+    if c.gpu is not None:
+        body["gpu"] = c.gpu
+    if c.gpu_count is not None:
+        body["splits"] = [c.gpu_count]
+    if c.concurrency is not None:
+        body["concurrency"] = c.concurrency
+    if c.context_tokens is not None:
+        body["context_tokens"] = c.context_tokens
+    body["rank_by"] = c.rank_by
+    try:
+        request = msgspec.convert(body, PlanRequest)
+    except msgspec.ValidationError as exc:  # the request's bounds, e.g. 0 conversations
+        return slack.help_message(f"That is outside what a plan takes ({exc})")
+    answer = await evaluate_plan(session, request)
+    assert isinstance(answer, PlanAnswer)  # chat plans are inference plans
+    names = await _names(session)
+    if c.gpu is None:
+        return slack.options_message(answer, names)
+    return slack.plan_message(answer, names)
+
+
+async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage:
+    model = await lookup.model_spec(session, c.model)
+    slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
+    formats = [await lookup.number_format(session, s, "format") for s in slugs]
+    gpus = await lookup.all_gpu_specs(session)
+    m = build_matrix([model], formats, gpus, Workload(splits=MATRIX_SPLITS))
+    return slack.matrix_message(cost_matrix(m, await gpu_prices(session)), await _names(session))
+
+
+async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessage:
+    model = await lookup.model_spec(session, c.model)
+    gpu = await lookup.gpu_spec(session, c.gpu)
+    weights, kv = await resolve_formats(session, c.weight_format, None)
+    if gpu.host_link is None:
+        raise SizingError("link", f"{gpu.slug} has no host link in the catalogue")
+    answer = offload(model, gpu, weights, kv, gpu.host_link, Workload(), gpu_count=c.gpu_count)
+    return slack.offload_message(answer, await _names(session))
+
+
+async def _list(session: AsyncSession, c: ListCommand) -> slack.SlackMessage:
+    if c.what == "gpus":
+        gpus = (await session.scalars(select(Gpu).order_by(Gpu.slug))).all()
+        lines = [f"`{g.slug}` {g.name}: {label_bytes(g.memory_bytes)}" for g in gpus]
+        return slack.list_message(f"{len(lines)} GPUs in the catalogue", lines)
+    models = (await session.scalars(select(Model).order_by(Model.slug))).all()
+    lines = [f"`{m.slug}` {m.name}: {m.total_params:,} parameters" for m in models]
+    return slack.list_message(f"{len(lines)} models in the catalogue", lines)
+
+
+async def answer(session: AsyncSession, text: str) -> slack.SlackMessage:
+    """The reply to one line of chat; never raises for bad input (it answers with why)."""
+    command = parse(text)
+    try:
+        if isinstance(command, Unparsed):
+            return slack.help_message(command.reason)
+        if isinstance(command, HelpCommand):
+            return slack.help_message()
+        if isinstance(command, ListCommand):
+            return await _list(session, command)
+        if isinstance(command, PlanCommand):
+            return await _plan(session, command)
+        if isinstance(command, MatrixCommand):
+            return await _matrix(session, command)
+        return await _offload(session, command)
+    except NotFound as exc:
+        return slack.problem_message(exc.message, exc.suggestions)
+    except SizingError as exc:
+        return slack.problem_message(f"Cannot answer that: {exc.field}: {exc.message}")
