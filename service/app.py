@@ -1,6 +1,7 @@
 """create_app(settings) -> Litestar: the only place where wiring happens."""
 
-import logging
+import contextlib
+from collections.abc import Awaitable, Callable
 
 from advanced_alchemy.extensions.litestar import (
     AsyncSessionConfig,
@@ -19,7 +20,15 @@ from service.api.health import health_handlers
 from service.api.openapi import forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
+from service.catalogue.cache import CatalogueCache
 from service.db import create_engine
+from service.observability import (
+    Metrics,
+    RateLimiter,
+    RequestMiddleware,
+    configure_logging,
+    metrics_endpoint,
+)
 from service.settings import Settings, ensure_sqlite_directory
 
 VERSION = "0.1.0"
@@ -27,9 +36,22 @@ VERSION = "0.1.0"
 
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or Settings.from_env()
-    logging.basicConfig(level=settings.log_level.upper())
+    configure_logging(settings.log_level)
+    engine = create_engine(
+        settings.database_url,
+        connect_timeout_s=settings.db_connect_timeout_s,
+        statement_timeout_s=settings.db_statement_timeout_s,
+        pool_timeout_s=settings.db_pool_timeout_s,
+    )
+    metrics = Metrics()
+    # The computations read this in-memory catalogue (see service/catalogue/cache.py).
+    cache = CatalogueCache(
+        engine,
+        settings.catalogue_refresh_s,
+        on_error=lambda _exc: metrics.database_error("catalogue"),
+    )
     db_config = SQLAlchemyAsyncConfig(
-        engine_instance=create_engine(settings.database_url),
+        engine_instance=engine,
         session_config=AsyncSessionConfig(expire_on_commit=False),
         before_send_handler="autocommit",  # commit on 2xx, roll back on anything else
         create_all=False,  # the schema arrives by migration only
@@ -42,12 +64,16 @@ def create_app(settings: Settings | None = None) -> Litestar:
             *compute_handlers,
             *plan_handlers,
             *chatops_handlers,
+            metrics_endpoint,
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
-        state=State({"settings": settings, "db_config": db_config}),
-        on_startup=[lambda: ensure_sqlite_directory(settings.database_url)],
+        state=State(
+            {"settings": settings, "db_config": db_config, "metrics": metrics, "cache": cache}
+        ),
+        on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
+        on_shutdown=[cache.close],
         openapi_config=OpenAPIConfig(
             title="GPU capacity planner",
             version=VERSION,
@@ -66,4 +92,23 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ),
     )
     forbid_unknown_properties(app.openapi_schema)
+    # Outside routing and the exception handlers: every request gets an id, a log line,
+    # metrics and the rate limit, 404s and 413s included.
+    limiter = (
+        RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
+        if settings.rate_limit_per_minute > 0
+        else None
+    )
+    app.asgi_handler = RequestMiddleware(
+        app.asgi_handler, metrics=metrics, cache=cache, limiter=limiter
+    )
     return app
+
+
+def _warm(cache: CatalogueCache) -> Callable[[], Awaitable[None]]:
+    async def warm() -> None:
+        """Load the catalogue at startup when the database answers (else on first use)."""
+        with contextlib.suppress(Exception):  # logged and counted by the cache
+            await cache.refresh()
+
+    return warm

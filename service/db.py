@@ -1,5 +1,6 @@
 """Database plumbing shared by the app and the CLI: engines, Alembic, readiness."""
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,39 @@ def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(database_url: str) -> AsyncEngine:
-    engine = create_async_engine(database_url, pool_pre_ping=True)
+def timeout_connect_args(
+    database_url: str, connect_timeout_s: float | None, statement_timeout_s: float | None
+) -> dict[str, Any]:
+    """Per-driver timeouts: a database that hangs becomes an error (503), not a stuck request."""
+    args: dict[str, Any] = {}
+    if database_url.startswith(("postgresql+psycopg", "postgresql://", "postgresql+psycopg2")):
+        if connect_timeout_s:
+            args["connect_timeout"] = max(2, math.ceil(connect_timeout_s))  # libpq: whole s, >= 2
+        if statement_timeout_s:
+            args["options"] = f"-c statement_timeout={int(statement_timeout_s * 1000)}"
+    elif database_url.startswith("postgresql+asyncpg"):
+        if connect_timeout_s:
+            args["timeout"] = connect_timeout_s
+        if statement_timeout_s:
+            args["command_timeout"] = statement_timeout_s
+    elif database_url.startswith("sqlite") and statement_timeout_s:
+        args["timeout"] = statement_timeout_s  # how long to wait for a lock
+    return args
+
+
+def create_engine(
+    database_url: str,
+    *,
+    connect_timeout_s: float | None = None,
+    statement_timeout_s: float | None = None,
+    pool_timeout_s: float | None = None,
+) -> AsyncEngine:
+    options: dict[str, Any] = {
+        "connect_args": timeout_connect_args(database_url, connect_timeout_s, statement_timeout_s)
+    }
+    if pool_timeout_s and not database_url.startswith("sqlite"):
+        options["pool_timeout"] = pool_timeout_s
+    engine = create_async_engine(database_url, pool_pre_ping=True, **options)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _enable_sqlite_foreign_keys)
     return engine

@@ -20,6 +20,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_level: str = "INFO"
     slack_signing_secret: str = msgspec.field(default="")
     """Slack app signing secret; empty: POST /chatops/slack is disabled (404)."""
+    # Operations (see deploy/README.md): catalogue cache, database timeouts, limits, shutdown.
+    catalogue_refresh_s: float = 5.0
+    """How often (at most) a replica checks whether the catalogue changed in the database."""
+    db_connect_timeout_s: float = 5.0
+    db_statement_timeout_s: float = 10.0
+    db_pool_timeout_s: float = 5.0
+    retry_after_s: int = 5
+    """Retry-After on a 503 answered because the database does not answer."""
+    rate_limit_per_minute: int = 600
+    """Requests per minute per API key (anonymous callers: per client address); 0 disables."""
+    rate_limit_burst: int = 120
+    shutdown_grace_s: float = 20.0
+    """On SIGTERM: stop accepting, let in-flight requests finish for up to this long."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> "Settings":

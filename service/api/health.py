@@ -17,6 +17,10 @@ class Readiness(msgspec.Struct, frozen=True):
     revision: str
 
 
+def _retry_after(request: Request) -> dict[str, str]:  # type: ignore[type-arg]
+    return {"Retry-After": str(request.app.state.settings.retry_after_s)}
+
+
 @get("/healthz", tags=["health"], summary="Process is up", responses=problems())
 async def healthz() -> Health:
     return Health(status="ok")
@@ -33,11 +37,16 @@ async def readyz(request: Request) -> Readiness:  # type: ignore[type-arg]
     try:
         revision = await current_revision(request.app.state.db_config.get_engine())
     except Exception as exc:  # any driver error means "not ready", never a 500
+        metrics = request.app.state.get("metrics")
+        if metrics is not None:
+            metrics.database_error("readiness")
         raise ServiceUnavailableException(
-            f"database does not answer: {type(exc).__name__}"
+            f"database does not answer: {type(exc).__name__}", headers=_retry_after(request)
         ) from exc
     if revision != head:
-        raise ServiceUnavailableException(f"database at revision {revision}, head is {head}")
+        raise ServiceUnavailableException(
+            f"database at revision {revision}, head is {head}", headers=_retry_after(request)
+        )
     return Readiness(status="ready", revision=revision or "")
 
 

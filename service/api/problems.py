@@ -3,11 +3,13 @@
 Shape (application/problem+json): ``type``, ``title``, ``status``, ``detail``, ``instance``, plus
 ``errors``: a list of {``field``, ``message``} naming the offending input (dotted for nesting,
 e.g. ``model_spec.kv_heads``; a query or path parameter by its name), and ``suggestions``: the
-closest known slugs when a slug is unknown or ambiguous.
+closest known slugs when a slug is unknown or ambiguous, and ``request_id``: the request's
+``X-Request-ID`` (quote it when reporting a problem; the log line of the request carries it).
 
 Status codes: 400 the request does not parse into the declared types or bounds; 422 it parses
 but makes no sense (the sizing core or a catalogue check says why); 404 unknown slug or route;
-409 duplicate slug or a row still in use; 401/403 auth; 413 body over the limit; 500 a bug.
+409 duplicate slug or a row still in use; 401/403 auth; 413 body over the limit; 429 rate limit
+(Retry-After); 503 the database does not answer (Retry-After); 500 a bug.
 """
 
 import logging
@@ -17,10 +19,13 @@ from typing import Any
 
 import msgspec
 from advanced_alchemy.exceptions import IntegrityError as RepositoryIntegrityError
+from advanced_alchemy.exceptions import RepositoryError
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy.exc import IntegrityError as SQLAlchemyIntegrityError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from service.catalogue.errors import NotFound
 from service.sizing.errors import SizingError
@@ -42,6 +47,8 @@ class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     instance: str = ""
     errors: list[FieldError] = []
     suggestions: list[str] = []
+    request_id: str = ""
+    """The request's X-Request-ID (also in its response header and its log line)."""
 
 
 class Conflict(Exception):
@@ -71,6 +78,7 @@ def problem_response(
         instance=request.url.path,
         errors=errors or [],
         suggestions=suggestions or [],
+        request_id=str(request.scope.get("state", {}).get("request_id", "")),
     )
     return Response(problem, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
@@ -145,6 +153,33 @@ def integrity_error_handler(request: Request[Any, Any, Any], exc: Exception) -> 
     )
 
 
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeoutError, OSError)
+
+
+def database_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """The database is unreachable or too slow (connect/statement/pool timeouts): a 503 the
+    client may retry (a POST /plans retry with its Idempotency-Key never makes a second plan)."""
+    metrics = request.app.state.get("metrics")
+    if metrics is not None:
+        metrics.database_error("request")
+    log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
+    retry_after = str(request.app.state.settings.retry_after_s)
+    return problem_response(
+        request,
+        503,
+        "the database does not answer; nothing was saved, retry later",
+        type_="urn:gpu-planner:database-unavailable",
+        headers={"Retry-After": retry_after},
+    )
+
+
+def repository_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """advanced-alchemy wraps driver errors in RepositoryError: unwrap the unavailable ones."""
+    if isinstance(exc.__cause__, DATABASE_UNAVAILABLE):
+        return database_error_handler(request, exc)
+    return internal_error_handler(request, exc)
+
+
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(request, 500, "internal error; it has been logged")
@@ -157,6 +192,10 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     Conflict: conflict_handler,
     RepositoryIntegrityError: integrity_error_handler,
     SQLAlchemyIntegrityError: integrity_error_handler,
+    OperationalError: database_error_handler,
+    InterfaceError: database_error_handler,
+    PoolTimeoutError: database_error_handler,
+    RepositoryError: repository_error_handler,
     Exception: internal_error_handler,
 }
 
@@ -168,13 +207,15 @@ _DESCRIPTIONS = {
     409: "Duplicate slug, or the row is still referenced.",
     413: "Request body larger than the limit.",
     422: "The input parses but is not consistent; errors name the fields.",
+    429: "Rate limit for this API key (or client address) reached; Retry-After says when.",
     500: "Internal error (logged).",
-    503: "Not ready: the database does not answer or is not migrated to head.",
+    503: "The database does not answer (Retry-After says when to retry), or is not migrated.",
 }
 
 
 def problems(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries documenting ``statuses`` as problem+json (plus 500, always possible)."""
+    """OpenAPI entries documenting ``statuses`` as problem+json (plus 429, 500 and 503, always
+    possible: the rate limit, a bug, the database gone)."""
     return {
         status: ResponseSpec(
             data_container=Problem,
@@ -182,7 +223,7 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
             description=_DESCRIPTIONS[status],
             generate_examples=False,
         )
-        for status in sorted({*statuses, 500})
+        for status in sorted({*statuses, 429, 500, 503})
     }
 
 

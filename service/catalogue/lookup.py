@@ -7,7 +7,8 @@ slug starts with "<name>-". One match wins; several are ambiguous (404 listing t
 
 import difflib
 from collections.abc import Sequence
-from typing import TypeVar
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,7 +20,35 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
 
+if TYPE_CHECKING:
+    from service.catalogue.cache import CatalogueCache, Snapshot
+
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
+
+serving_cache: ContextVar["CatalogueCache | None"] = ContextVar("serving_cache", default=None)
+"""Set (by service.observability, for /plan, /matrix and /offload only) to the app's in-memory
+catalogue cache: the spec lookups below then answer from its snapshot and never touch the
+database, so computations keep working while it is down. Saved plans and the catalogue endpoints
+leave it unset and read the database (a saved plan must store exactly the rows it used)."""
+
+
+async def serving_snapshot() -> "Snapshot | None":
+    """The snapshot computations are served from in this request, or None (read the database)."""
+    cache = serving_cache.get()
+    return None if cache is None else await cache.current()
+
+
+class Named(Protocol):
+    """A catalogue row or a snapshot entry: what resolution looks at."""
+
+    @property
+    def slug(self) -> str: ...
+
+    @property
+    def aliases(self) -> list[str]: ...
+
+
+N = TypeVar("N", bound=Named)
 
 KIND = {Gpu: "gpu", Interconnect: "interconnect", Model: "model", Format: "number format"}
 
@@ -29,9 +58,7 @@ def normalise(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
-def closest(
-    name: str, rows: Sequence[Gpu | Interconnect | Model | Format], n: int = 3
-) -> list[str]:
+def closest(name: str, rows: Sequence[Named], n: int = 3) -> list[str]:
     """The slugs nearest to ``name``, matching on slugs and aliases alike."""
     owner: dict[str, str] = {}
     for row in rows:
@@ -51,12 +78,17 @@ async def resolve(
     if row is not None:
         return row
     rows = list((await session.scalars(select(table).order_by(table.slug))).all())
+    return choose(rows, name, KIND[table], field, status=status)
+
+
+def choose(rows: Sequence[N], name: str, kind: str, field: str, *, status: int = 404) -> N:
+    """Alias, then "<name>-" prefix, among ``rows`` (sorted by slug); the exact slug was tried."""
+    key = normalise(name)
     candidates = [r for r in rows if key in r.aliases] or [
         r for r in rows if key and r.slug.startswith(key + "-")
     ]
     if len(candidates) == 1:
         return candidates[0]
-    kind = KIND[table]
     if candidates:
         slugs = [r.slug for r in candidates]
         raise NotFound(
@@ -71,30 +103,42 @@ async def _links(session: AsyncSession) -> dict[str, LinkSpec]:
 
 
 async def gpu_spec(session: AsyncSession, slug: str, field: str = "gpu") -> GpuSpec:
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.gpu_spec(slug, field)
     row = await resolve(session, Gpu, slug, field)
     return gpu_spec_of(row, await _links(session))
 
 
 async def all_gpu_specs(session: AsyncSession) -> list[GpuSpec]:
     """Every catalogue GPU, ordered by slug."""
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.all_gpu_specs()
     links = await _links(session)
     rows = (await session.scalars(select(Gpu).order_by(Gpu.slug))).all()
     return [gpu_spec_of(row, links) for row in rows]
 
 
 async def model_spec(session: AsyncSession, slug: str, field: str = "model") -> ModelSpec:
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.model_spec(slug, field)
     return model_spec_of(await resolve(session, Model, slug, field))
 
 
 async def all_model_specs(session: AsyncSession) -> list[ModelSpec]:
     """Every catalogue model, ordered by slug."""
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.all_model_specs()
     rows = (await session.scalars(select(Model).order_by(Model.slug))).all()
     return [model_spec_of(row) for row in rows]
 
 
 async def link_spec(session: AsyncSession, slug: str, field: str = "link") -> LinkSpec:
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.link_spec(slug, field)
     return link_spec_of(await resolve(session, Interconnect, slug, field))
 
 
 async def number_format(session: AsyncSession, slug: str, field: str) -> NumberFormat:
+    if (snapshot := await serving_snapshot()) is not None:
+        return snapshot.number_format(slug, field)
     return number_format_of(await resolve(session, Format, slug, field))

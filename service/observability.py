@@ -1,0 +1,360 @@
+"""Running it like a production service: request ids, JSON logs, Prometheus metrics, rate limit.
+
+``RequestMiddleware`` wraps the whole Litestar ASGI handler (see create_app), outside routing and
+the exception handlers, so it sees every request, 404s and 413s included:
+
+- request id: an incoming ``X-Request-ID`` is kept when sane (1-128 of ``A-Za-z0-9._:-``),
+  else a new uuid4 hex; it goes back in the ``X-Request-ID`` header, into every problem body
+  (``request_id``, through ``scope["state"]``) and into the request's log line;
+- one structlog JSON line per request: method, path, route template, status, duration, caller;
+- metrics by route *template* (``/plans/{plan_id:int}``, never the raw path: bounded labels);
+- rate limit per API key (sha256 of the bearer key; anonymous callers by client address),
+  a token bucket per replica: ``RATE_LIMIT_PER_MINUTE`` (default 600) refilled continuously,
+  ``RATE_LIMIT_BURST`` (default 120) at once; over it, 429 problem+json with Retry-After.
+  /healthz, /readyz and /metrics are never limited (probes and scrapes). Behind N replicas the
+  effective limit is up to N times higher: it protects each replica, it is not a quota;
+- the computations (/plan, /matrix, /offload) are served from the catalogue cache
+  (service.catalogue.cache), and a catalogue write on this replica expires it.
+
+Litestar's built-in RateLimitMiddleware was not used: it keeps every request timestamp per key
+(STACK-NOTES: throughput fell ~8x at high limits) and its 429 carries no Retry-After.
+"""
+
+import hashlib
+import logging
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import structlog
+from litestar import Request, Response, get
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import generate_latest
+
+from service.api.problems import PROBLEM_JSON, Problem
+from service.catalogue.cache import CatalogueCache
+from service.catalogue.lookup import serving_cache
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_SANE_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
+COMPUTE_PATHS = frozenset({"/plan", "/matrix", "/offload", "/chatops/slack"})
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+CATALOGUE_PATHS = ("/gpus", "/interconnects", "/models", "/formats")
+UNMATCHED = "<unmatched>"
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+request_log = structlog.get_logger("service.request")
+
+
+# Logs ------------------------------------------------------------------------------------
+
+
+def configure_logging(level: str) -> None:
+    """Every log line as one JSON object on stdout: structlog's and the standard library's
+    (uvicorn, SQLAlchemy, alembic) alike. Safe to call again (tests build many apps)."""
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+    ]
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "planner_json", False)]:
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(formatter)
+    handler.planner_json = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+# Metrics ---------------------------------------------------------------------------------
+
+
+class Metrics:
+    """One registry per app (tests build many apps in one process; no global state)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "planner_http_requests",
+            "HTTP requests answered, by method, route template and status",
+            ["method", "route", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "planner_http_request_duration_seconds",
+            "Time from the request's arrival to the end of its answer",
+            ["method", "route", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.plans_created = Counter(
+            "planner_plans_created",
+            "Saved plans created (201; idempotent replays excluded)",
+            registry=r,
+        )
+        self.plans_reviewed = Counter(
+            "planner_plans_reviewed",
+            "Reviews recorded, by the plan's status after the review",
+            ["result"],
+            registry=r,
+        )
+        self.plan_outcomes = Counter(
+            "planner_plan_outcomes",
+            "Plans computed (/plan) or saved (/plans), by answer status",
+            ["source", "status"],
+            registry=r,
+        )
+        self.database_errors = Counter(
+            "planner_database_errors",
+            "Database calls that failed (unreachable, timed out), by where they happened",
+            ["where"],
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "planner_rate_limited", "Requests answered 429 by the per-key rate limit", registry=r
+        )
+
+    def database_error(self, where: str) -> None:
+        self.database_errors.labels(where=where).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+@get("/metrics", include_in_schema=False, sync_to_thread=False)
+def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Prometheus text format (scraped by the cluster; not part of the API contract)."""
+    metrics: Metrics = request.app.state.metrics
+    return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+# Rate limit ------------------------------------------------------------------------------
+
+
+class RateLimiter:
+    """A token bucket per caller: ``per_minute`` tokens a minute, at most ``burst`` saved up."""
+
+    MAX_CALLERS = 10_000
+
+    def __init__(
+        self, per_minute: int, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = per_minute / 60.0
+        self.burst = float(max(1, burst))
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, caller: str) -> float:
+        """0 when the request may go ahead, else the seconds until it could."""
+        now = self._clock()
+        tokens, at = self._buckets.get(caller, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[caller] = (tokens - 1.0, now)
+            if len(self._buckets) > self.MAX_CALLERS:
+                self._forget_full(now)
+            return 0.0
+        self._buckets[caller] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+    def _forget_full(self, now: float) -> None:
+        """Callers whose bucket has refilled are indistinguishable from new ones: drop them."""
+        self._buckets = {
+            k: (t, at)
+            for k, (t, at) in self._buckets.items()
+            if t + (now - at) * self.rate < self.burst
+        }
+
+
+def caller_of(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, key = value.partition(b" ")
+            if scheme.lower() == b"bearer" and key.strip():
+                return "key:" + hashlib.sha256(key.strip()).hexdigest()[:16]
+    client = scope.get("client")
+    return f"addr:{client[0] if client else '-'}"
+
+
+# The middleware --------------------------------------------------------------------------
+
+
+class _Answer(msgspec.Struct):
+    status: str = ""
+
+
+class _SavedPlan(msgspec.Struct):
+    status: str = ""
+    answer: _Answer | None = None
+
+
+def request_id_of(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"x-request-id" and _SANE_REQUEST_ID.fullmatch(value):
+            return value.decode()
+    return uuid.uuid4().hex
+
+
+class RequestMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: Metrics,
+        cache: CatalogueCache,
+        limiter: RateLimiter | None,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.cache = cache
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = request_id_of(scope)
+        scope.setdefault("state", {})["request_id"] = request_id  # type: ignore[typeddict-unknown-key]
+        method, path = scope["method"], scope["path"].rstrip("/") or "/"
+        status = 500
+        json_answer = False
+        body: list[bytes] = []
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, json_answer
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
+                json_answer = any(
+                    k.lower() == b"content-type" and v.startswith(b"application/json")
+                    for k, v in headers
+                )
+                message = {**message, "headers": headers}  # type: ignore[typeddict-item]
+            elif (
+                message["type"] == "http.response.body"
+                and json_answer
+                and status < 300
+                and method == "POST"
+                and path.startswith("/plan")
+            ):
+                body.append(message.get("body", b""))
+            await send(message)
+
+        route = UNMATCHED
+        try:
+            if self.limiter is not None and path not in UNLIMITED_PATHS:
+                wait = self.limiter.take(caller_of(scope))
+                if wait:
+                    route = "<rate-limited>"
+                    self.metrics.rate_limited.inc()
+                    await _too_many_requests(scope, send_with_id, wait, request_id)
+                    return
+            token = serving_cache.set(self.cache) if path in COMPUTE_PATHS else None
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                if token is not None:
+                    serving_cache.reset(token)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = str(scope.get("path_template") or route)
+            self._record(scope, method, path, route, status, elapsed, request_id, b"".join(body))
+
+    def _record(
+        self,
+        scope: Scope,
+        method: str,
+        path: str,
+        route: str,
+        status: int,
+        elapsed: float,
+        request_id: str,
+        body: bytes,
+    ) -> None:
+        labels = (method, route, str(status))
+        self.metrics.requests.labels(*labels).inc()
+        self.metrics.latency.labels(*labels).observe(elapsed)
+        if 200 <= status < 300:
+            if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):
+                self.cache.expire()  # committed (autocommit runs before the answer starts)
+            if body:
+                self._count_plans(route, status, body)
+        principal = scope.get("state", {}).get("principal")
+        client = scope.get("client")
+        request_log.log(
+            logging.WARNING if status >= 500 else logging.INFO,
+            "request",
+            request_id=request_id,
+            method=method,
+            path=path,
+            route=route,
+            status=status,
+            duration_ms=round(elapsed * 1000, 2),
+            client=client[0] if client else None,
+            principal=getattr(principal, "name", None),
+        )
+
+    def _count_plans(self, route: str, status: int, body: bytes) -> None:
+        try:
+            if route == "/plan":
+                answer = msgspec.json.decode(body, type=_Answer)
+                self.metrics.plan_outcomes.labels("compute", answer.status).inc()
+            elif route == "/plans" and status == 201:
+                saved = msgspec.json.decode(body, type=_SavedPlan)
+                self.metrics.plans_created.inc()
+                if saved.answer is not None:
+                    self.metrics.plan_outcomes.labels("saved", saved.answer.status).inc()
+            elif route.endswith("/reviews"):
+                saved = msgspec.json.decode(body, type=_SavedPlan)
+                self.metrics.plans_reviewed.labels(saved.status).inc()
+        except msgspec.DecodeError:  # not the shape we count: never fail the request for it
+            pass
+
+
+async def _too_many_requests(scope: Scope, send: Send, wait: float, request_id: str) -> None:
+    retry_after = max(1, int(wait + 0.999))
+    problem = Problem(
+        type="urn:gpu-planner:rate-limited",
+        title="Too Many Requests",
+        status=429,
+        detail=f"rate limit for this API key reached; retry in {retry_after} s",
+        instance=scope["path"],
+        request_id=request_id,
+    )
+    payload = msgspec.json.encode(problem)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(payload)).encode()),
+                (b"retry-after", str(retry_after).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
