@@ -69,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
             host=args.host or settings.host,
             port=args.port or settings.port,
             log_level=settings.log_level.lower(),
+            log_config=None,  # keep create_app's JSON logging; one line per request from it
+            access_log=False,
+            # SIGTERM: stop accepting, let in-flight requests finish (Kubernetes waits
+            # terminationGracePeriodSeconds, set above this), then exit.
+            timeout_graceful_shutdown=settings.shutdown_grace_s,
+            proxy_headers=False,
         )
     return 0
 
