@@ -27,6 +27,9 @@ from service.sizing.params import (
 from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_bytes
 
 FIELD = "config_json"
+MAX_DIMENSION = 2**31 - 1
+"""Bounds that keep an untrusted config's arithmetic small (no model comes near them)."""
+MAX_LAYERS = 4096
 ALL_LINEAR_BUT_ROUTER: frozenset[LinearKind] = frozenset(
     {"attention", "dense_ffn", "routed_expert", "shared_expert"}
 )
@@ -57,13 +60,25 @@ class _Config:
     def field(self, key: str) -> str:
         return f"{self.path}.{key}"
 
-    def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
+    def integer(
+        self,
+        key: str,
+        default: int | None = None,
+        *,
+        minimum: int = 1,
+        maximum: int = MAX_DIMENSION,
+    ) -> int:
         value = self.raw.get(key, default)
         if value is None:
             raise SizingError(self.field(key), "is required for this model family")
         if isinstance(value, bool) or not isinstance(value, int):
             raise SizingError(self.field(key), f"must be an integer, got {value!r}")
         require(value >= minimum, self.field(key), f"must be at least {minimum}")
+        require(
+            value <= MAX_LAYERS if key == "num_hidden_layers" else value <= maximum,
+            self.field(key),
+            "is larger than any supported model",
+        )
         return value
 
     def optional_integer(self, key: str) -> int | None:

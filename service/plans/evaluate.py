@@ -1,13 +1,14 @@
 """A plan request evaluated against the catalogue: the one path shared by POST /plan and the
 saved plans of /plans (which store the request, this answer and the rows it used)."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.catalogue import lookup
+from service.catalogue.hf_config import import_config
 from service.catalogue.prices import gpu_prices
 from service.plans.bounds import (
     SEED_OVERHEAD_BYTES,
@@ -42,6 +43,9 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     model: SlugRef | None = None
     model_spec: ModelSpec | None = None
     """An inline architecture instead of a catalogue slug (checked like a catalogue row)."""
+    config_json: dict[str, Any] | None = None
+    """Or a Hugging Face config.json: the architecture, exact parameter counts and, for a
+    quantised checkpoint, its stored size are derived from it (service.catalogue.hf_config)."""
     gpu: SlugRef | None = None
     workload: WorkloadKind = "inference"
     weight_format: SlugRef = "bf16"
@@ -115,14 +119,27 @@ class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
 
 
 async def resolve_model(
-    session: AsyncSession, slug: str | None, inline: ModelSpec | None
+    session: AsyncSession,
+    slug: str | None,
+    inline: ModelSpec | None,
+    config_json: dict[str, Any] | None = None,
 ) -> ModelSpec:
-    if (slug is None) == (inline is None):
+    given = [
+        name
+        for name, value in (("model", slug), ("model_spec", inline), ("config_json", config_json))
+        if value is not None
+    ]
+    if len(given) != 1:
         raise SizingError(
-            "model", "give exactly one of model (a catalogue slug) or model_spec (an architecture)"
+            "model",
+            "give exactly one of model (a catalogue slug), model_spec (an architecture) or "
+            "config_json (a Hugging Face config.json)",
         )
     if inline is not None:
         return validate_model(inline, field="model_spec")
+    if config_json is not None:
+        name = str(config_json.get("_name_or_path") or "imported-model")
+        return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
     assert slug is not None
     return await lookup.model_spec(session, slug)
 
@@ -255,7 +272,7 @@ def answer_plan(
 
 async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
     """Look the request's names up in the catalogue and run the sizing core on them."""
-    model = await resolve_model(session, data.model, data.model_spec)
+    model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpus = await resolve_gpus(session, data.gpu)
     weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
     prices = await gpu_prices(session) if data.workload == "inference" else {}

@@ -252,3 +252,33 @@ async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:
     response = await client.post("/plan", json={**SIX_STEP, "gpu": "h100-sx"})
     assert response.status_code == 404
     assert "h100-sxm" in response.json()["suggestions"]
+
+
+async def test_plan_from_a_config_json_uses_the_checkpoints_stored_size(client: Client) -> None:
+    # gpt-oss-120b in MXFP4 as published: 65,248,815,744 B of weights (experts 4.25 bits, the
+    # rest BF16). FP8 KV beside 4-bit weights: 18 full layers x 2 x 8 x 64 x 1 B = 18,432 B per
+    # token, plus the 18 sliding layers' 128-token window: 18,432 x 128 = 2,359,296 B per
+    # conversation. 8 x (18,432 x 8,192 + 2,359,296) = 1,226,833,920 B. Total 66,475,649,664 B
+    # on one H100's 68 GB: fits, 1,524,350,336 B spare (2.2%: amber).
+    import json
+    from pathlib import Path
+
+    config = json.loads(
+        (Path(__file__).resolve().parents[1] / "data/hf_configs/gpt-oss-120b.json").read_text()
+    )
+    plan = await post(
+        client, "/plan", {"config_json": config, "gpu": "h100", "weight_format": "mxfp4"}
+    )
+    assert plan["weights_bytes"] == 65_248_815_744
+    assert plan["kv_format"] == "fp8" and plan["kv_bytes_per_token"] == 18_432
+    assert plan["kv_cache_bytes"] == 1_226_833_920
+    assert plan["gpu_count"] == 1 and plan["status"] == "amber"
+    assert plan["spare_bytes"] == 68 * GB - 65_248_815_744 - 1_226_833_920
+
+
+async def test_an_unsupported_config_json_is_a_422_listing_the_families(client: Client) -> None:
+    response = await client.post("/plan", json={"config_json": {"model_type": "falcon"}})
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["errors"][0]["field"] == "config_json.model_type"
+    assert "llama" in problem["detail"] and "qwen3_moe" in problem["detail"]
