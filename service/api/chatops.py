@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
-from litestar.params import Parameter
+from litestar.params import HeaderParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.problems import problem_response, problems
@@ -54,16 +54,16 @@ class SlashCommandOperation(Operation):
 
 SignatureHeader = Annotated[
     str | None,
-    Parameter(
-        header="X-Slack-Signature",
+    HeaderParameter(
+        name="X-Slack-Signature",
         max_length=200,
         description="v0= + hex HMAC-SHA256 of v0:{timestamp}:{raw body}",
     ),
 ]
 TimestampHeader = Annotated[
     str | None,
-    Parameter(
-        header="X-Slack-Request-Timestamp",
+    HeaderParameter(
+        name="X-Slack-Request-Timestamp",
         max_length=40,
         description="Seconds since the epoch; at most 5 minutes from now",
     ),
