@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
+        logging_config=None,  # configure_logging owns the root logger: JSON lines only
         state=State(
             {"settings": settings, "db_config": db_config, "metrics": metrics, "cache": cache}
         ),

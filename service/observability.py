@@ -34,7 +34,7 @@ import structlog
 from litestar import Request, Response, get
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.exposition import generate_latest
 
 from service.api.problems import PROBLEM_JSON, Problem
@@ -47,9 +47,11 @@ COMPUTE_PATHS = frozenset({"/plan", "/matrix", "/offload", "/chatops/slack"})
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CATALOGUE_PATHS = ("/gpus", "/interconnects", "/models", "/formats")
 UNMATCHED = "<unmatched>"
+METRICS_MEDIA_TYPE = "text/plain; version=0.0.4"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 request_log = structlog.get_logger("service.request")
+disable_created_metrics()  # no *_created series: half the exposition, nothing we query
 
 
 # Logs ------------------------------------------------------------------------------------
@@ -79,8 +81,11 @@ def configure_logging(level: str) -> None:
         ],
     )
     root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "planner_json", False)]:
-        root.removeHandler(handler)
+    for handler in list(root.handlers):
+        # Ours from an earlier call, and plain console handlers (alembic.ini's fileConfig
+        # installs one when `serve` migrates first); handler subclasses (pytest's) stay.
+        if getattr(handler, "planner_json", False) or type(handler) is logging.StreamHandler:
+            root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(formatter)
     handler.planner_json = True  # type: ignore[attr-defined]
@@ -148,7 +153,7 @@ class Metrics:
 def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text format (scraped by the cluster; not part of the API contract)."""
     metrics: Metrics = request.app.state.metrics
-    return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(metrics.render(), media_type=METRICS_MEDIA_TYPE)  # Litestar adds charset
 
 
 # Rate limit ------------------------------------------------------------------------------
