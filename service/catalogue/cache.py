@@ -220,6 +220,12 @@ class CatalogueCache:
                 raise LookupError("no catalogue snapshot yet")
             return self._snapshot
 
+    async def settled(self) -> None:
+        """Wait for a background check in flight (tests; shutdown)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
     async def close(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
