@@ -1,4 +1,4 @@
-"""python -m service {serve,migrate,openapi,keys create}."""
+"""python -m service {serve,migrate,openapi,keys create,plan,matrix,offload}."""
 
 import argparse
 import asyncio
@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
     create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
+    from service import cli
+
+    cli.add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in cli.COMMANDS:  # plan, matrix, offload: locally or against --url
+        return cli.run(args)
     settings = Settings.from_env()
 
     if args.command == "migrate":

@@ -1,0 +1,481 @@
+"""python -m service {plan,matrix,offload}: the computations from a terminal.
+
+With ``--url`` the CLI asks a running service (through service.client); without it, it runs the
+sizing core locally on the shipped catalogue (service/catalogue/data/*.json, turned into the
+core's specs exactly as the migrations and the server do), so it works on a laptop with no
+server and no database. It prints a readable table, or the service's JSON with ``--json``.
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from service.api.compute_schemas import MatrixRequest, OffloadRequest
+from service.api.render import cost_text, matrix_csv, plans_csv
+from service.catalogue.convert import (
+    gpu_price_of,
+    gpu_spec_of,
+    link_spec_of,
+    model_spec_of,
+    number_format_of,
+)
+from service.catalogue.errors import NotFound
+from service.catalogue.lookup import KIND, closest, normalise
+from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer, answer_plan
+from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
+from service.sizing.errors import SizingError, require
+from service.sizing.formats import NumberFormat, default_kv_format
+from service.sizing.hardware import GpuSpec
+from service.sizing.matrix import build_matrix
+from service.sizing.offload import Offload, offload
+from service.sizing.plan import Plan, Workload
+from service.sizing.units import label_bytes, to_gb, to_gib
+
+COMMANDS = ("plan", "matrix", "offload")
+DATA = Path(__file__).resolve().parent / "catalogue" / "data"
+DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
+Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
+
+
+# --- the shipped catalogue, in memory --------------------------------------------------------
+
+
+def _column_defaults(table: type[Row]) -> dict[str, Any]:
+    """What an INSERT would fill in for a missing value (the rows here are never inserted)."""
+    defaults: dict[str, Any] = {}
+    for column in table.__table__.columns:
+        default = column.default
+        if default is None or not hasattr(default, "arg"):
+            continue
+        arg = default.arg
+        defaults[column.key] = arg(None) if callable(arg) else arg
+    return defaults
+
+
+def _rows(table: type[Row], file_name: str) -> list[Row]:
+    columns = set(table.__table__.columns.keys())
+    defaults = _column_defaults(table)
+    data = json.loads((DATA / file_name).read_text(encoding="utf-8"))
+    rows = [table(**{**defaults, **{k: v for k, v in row.items() if k in columns}}) for row in data]
+    return sorted(rows, key=lambda r: r.slug)
+
+
+class LocalCatalogue:
+    """The rows migration 0002 ships, resolved by slug or alias the way the server resolves."""
+
+    def __init__(self) -> None:
+        self.links = {r.slug: link_spec_of(r) for r in _rows(Interconnect, "interconnects.json")}
+        self.gpus = _rows(Gpu, "gpus.json")
+        self.models = _rows(Model, "models.json")
+        self.formats = _rows(Format, "formats.json")
+
+    @staticmethod
+    def resolve(rows: Sequence[Row], name: str, field: str) -> Row:
+        key = normalise(name)
+        for row in rows:
+            if row.slug == key:
+                return row
+        candidates = [r for r in rows if key in (r.aliases or [])] or [
+            r for r in rows if key and r.slug.startswith(key + "-")
+        ]
+        if len(candidates) == 1:
+            return candidates[0]
+        kind = KIND[type(rows[0])] if rows else "row"
+        if candidates:
+            slugs = [r.slug for r in candidates]
+            raise NotFound(field=field, slug=name, kind=kind, suggestions=slugs, ambiguous=True)
+        raise NotFound(field=field, slug=name, kind=kind, suggestions=closest(key, list(rows)))
+
+    def gpu(self, name: str, field: str = "gpu") -> GpuSpec:
+        return gpu_spec_of(self.resolve(self.gpus, name, field), self.links)
+
+    def all_gpus(self) -> list[GpuSpec]:
+        return [gpu_spec_of(row, self.links) for row in self.gpus]
+
+    def prices(self) -> dict[str, GpuPrice]:
+        return {row.slug: gpu_price_of(row) for row in self.gpus}
+
+    def model(self, name: str, field: str = "model") -> Any:
+        return model_spec_of(self.resolve(self.models, name, field))
+
+    def number_format(self, name: str, field: str) -> NumberFormat:
+        return number_format_of(self.resolve(self.formats, name, field))
+
+    def formats_for(self, weight: str, kv: str | None) -> tuple[NumberFormat, NumberFormat]:
+        weights = self.number_format(weight, "weight_format")
+        if kv is None:
+            return weights, default_kv_format(weights)
+        kv_format = self.number_format(kv, "kv_format")
+        require(kv_format.kv_capable, "kv_format", f"{kv_format.slug} cannot hold a KV cache")
+        return weights, kv_format
+
+
+@cache
+def local_catalogue() -> LocalCatalogue:
+    return LocalCatalogue()
+
+
+def local_plan(request: PlanRequest) -> PlanAnswer | TrainingAnswer:
+    """What POST /plan answers for ``request`` on the shipped catalogue."""
+    cat = local_catalogue()
+    require(request.model is not None, "model", "the CLI plans catalogue models")
+    assert request.model is not None
+    model = cat.model(request.model)
+    gpus = [cat.gpu(request.gpu)] if request.gpu is not None else cat.all_gpus()
+    weights, kv = cat.formats_for(request.weight_format, request.kv_format)
+    return answer_plan(request, model, gpus, weights, kv, cat.prices())
+
+
+def local_matrix(request: MatrixRequest) -> CostedMatrix:
+    """What POST /matrix answers for ``request`` on the shipped catalogue."""
+    cat = local_catalogue()
+    models = [cat.model(s, "models") for s in request.models] or [
+        model_spec_of(r) for r in cat.models
+    ]
+    gpus = [cat.gpu(s, "gpus") for s in request.gpus] or cat.all_gpus()
+    formats = [cat.number_format(s, "formats") for s in (request.formats or DEFAULT_MATRIX_FORMATS)]
+    kv = None
+    if request.kv_format is not None:
+        kv = cat.number_format(request.kv_format, "kv_format")
+        require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
+    workload = Workload(
+        concurrency=request.concurrency,
+        context_tokens=request.context_tokens,
+        gpu_memory_utilization=request.gpu_memory_utilization,
+        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
+        capacity_basis=request.capacity_basis,
+        splits=tuple(request.splits),
+    )
+    return cost_matrix(build_matrix(models, formats, gpus, workload, kv), cat.prices())
+
+
+def local_offload(request: OffloadRequest) -> Offload:
+    """What POST /offload answers for ``request`` on the shipped catalogue."""
+    cat = local_catalogue()
+    model = cat.model(request.model)
+    gpu = cat.gpu(request.gpu)
+    weights, kv = cat.formats_for(request.weight_format, request.kv_format)
+    if request.link is not None:
+        links = _rows(Interconnect, "interconnects.json")
+        link = cat.links[cat.resolve(links, request.link, "link").slug]
+    elif gpu.host_link is not None:
+        link = gpu.host_link
+    else:
+        raise SizingError("link", f"{gpu.slug} has no host link in the catalogue: name one")
+    workload = Workload(
+        context_tokens=request.context_tokens,
+        gpu_memory_utilization=request.gpu_memory_utilization,
+        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
+        capacity_basis=request.capacity_basis,
+    )
+    return offload(
+        model,
+        gpu,
+        weights,
+        kv,
+        link,
+        workload,
+        gpu_count=request.gpu_count,
+        batch_size=request.batch_size,
+        resident_bytes=request.resident_bytes,
+    )
+
+
+# --- readable tables ---------------------------------------------------------------------------
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell; the first left-aligned, the rest right-aligned."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def verdict(p: Plan) -> str:
+    if not p.fits:
+        return (
+            f"does not fit: {p.gpu_count} x {p.gpu} is "
+            f"{label_bytes(-p.per_gpu.spare_bytes)} short per GPU"
+        )
+    return (
+        f"{p.gpu_count} x {p.gpu}: {p.status}, {label_bytes(p.spare_bytes)} spare "
+        f"({p.spare_fraction:.1%})"
+    )
+
+
+def render_plan(answer: PlanAnswer | TrainingAnswer) -> str:
+    if isinstance(answer, TrainingAnswer):
+        return (
+            f"{answer.model} {answer.workload} on {answer.gpu}: {answer.gpu_count} GPU(s), "
+            f"{answer.status}, {label_bytes(answer.spare_bytes)} spare "
+            f"({answer.spare_fraction:.1%})\n"
+        )
+    p = answer
+    g = p.per_gpu
+    out = [
+        f"{p.model} on {p.gpu}: {p.weight_format} weights, {p.kv_format} KV cache, "
+        f"{p.concurrency} conversations x {p.context_tokens:,} tokens",
+        verdict(p),
+        f"split: tensor parallel {p.tensor_parallel} x pipeline {p.pipeline_parallel}",
+    ]
+    if p.cost is not None:
+        out.append(f"cost: {cost_text(p.cost)}")
+    out.append("")
+    rows = [
+        [label, f"{value:,}", f"{to_gb(value):,.2f}", f"{to_gib(value):,.2f}"]
+        for label, value in (
+            ("capacity", g.capacity_bytes),
+            ("usable (x utilisation)", g.usable_bytes),
+            ("overhead", g.overhead_bytes),
+            ("budget", g.budget_bytes),
+            ("weights", g.weights_bytes),
+            ("KV cache", g.kv_cache_bytes),
+            ("spare", g.spare_bytes),
+        )
+    ]
+    out.append(table(["per GPU", "bytes", "GB", "GiB"], rows))
+    if p.options:
+        out += ["", f"every GPU, best first (by {p.rank_by}):"]
+        option_rows = [
+            [
+                str(i),
+                o.gpu,
+                str(o.gpu_count) if o.fits else "-",
+                o.status,
+                f"{to_gb(o.spare_bytes):,.1f}",
+                f"{to_gib(o.spare_bytes):,.1f}",
+                f"{o.spare_fraction:.1%}",
+                "-" if o.cost is None else cost_text(o.cost),
+            ]
+            for i, o in enumerate(p.options, start=1)
+        ]
+        header = ["#", "GPU", "GPUs", "status", "spare GB", "spare GiB", "spare", "cost"]
+        out.append(table(header, option_rows))
+    if p.warnings:
+        out += ["", "warnings:", *(f"  - {w.message}" for w in p.warnings)]
+    return "\n".join(out) + "\n"
+
+
+def render_matrix(m: CostedMatrix) -> str:
+    header = ["model", "format", "weights GB", *m.gpus]
+    rows = []
+    for row in m.rows:
+        cells = [
+            "-"
+            if c.gpu_count is None or c.spare_fraction is None
+            else f"{c.gpu_count} ({c.spare_fraction:.0%}){'!' if c.amber else ''}"
+            for c in row.cells
+        ]
+        rows.append([row.model, row.weight_format, f"{to_gb(row.weights_bytes):,.1f}", *cells])
+    w = m.workload
+    return (
+        table(header, rows)
+        + f"\n\neach cell: fewest GPUs (spare); ! amber: under 5% spare; - no split holds it. "
+        f"{w.concurrency} conversations x {w.context_tokens:,} tokens, "
+        f"{w.gpu_memory_utilization:.0%} fill, {label_bytes(w.overhead_bytes_per_gpu)} overhead "
+        "per GPU.\n"
+    )
+
+
+def render_offload(o: Offload) -> str:
+    alt = o.fully_resident
+    lines = [
+        f"{o.model} ({o.weight_format}) on {o.gpu_count} x {o.gpu}, offloading over {o.link}",
+        f"{o.tokens_per_s:,.2f} tokens/s per conversation; the GPU waits "
+        f"{o.gpu_idle_fraction:.0%} of each step",
+        "",
+        table(
+            ["", "bytes", "GB", "GiB", "ms per step"],
+            [
+                [
+                    "resident (HBM)",
+                    f"{o.resident_bytes:,}",
+                    f"{to_gb(o.resident_bytes):,.2f}",
+                    f"{to_gib(o.resident_bytes):,.2f}",
+                    f"{o.hbm_s_per_step * 1000:,.1f}",
+                ],
+                [
+                    f"offloaded ({o.link})",
+                    f"{o.offloaded_bytes:,}",
+                    f"{to_gb(o.offloaded_bytes):,.2f}",
+                    f"{to_gib(o.offloaded_bytes):,.2f}",
+                    f"{o.link_s_per_step * 1000:,.1f}",
+                ],
+            ],
+        ),
+    ]
+    if alt.gpu_count is not None and alt.tokens_per_s is not None:
+        lines += [
+            "",
+            f"fully resident instead: {alt.gpu_count} x {o.gpu} at "
+            f"{alt.tokens_per_s:,.1f} tokens/s",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="ask this running service (default: compute locally)")
+    parser.add_argument(
+        "--token", help="API key for --url (default: PLANNER_TOKEN from the environment)"
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the service's JSON answer")
+    output.add_argument("--csv", action="store_true", help="print CSV (units in the headers)")
+    parser.add_argument("--users", type=int, help="conversations at once (default 8)")
+    parser.add_argument("--context", type=int, help="tokens per conversation (default 8192)")
+    parser.add_argument("--utilisation", type=float, help="GPU memory fill (default 0.9)")
+    parser.add_argument("--overhead-bytes", type=int, help="per GPU (default 4000000000)")
+
+
+def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    plan = commands.add_parser("plan", help="where a model fits: fewest GPUs, spare, warnings")
+    plan.add_argument("model", help="catalogue slug, e.g. llama-3.1-70b")
+    plan.add_argument("--gpu", help="GPU slug or alias (default: rank every GPU)")
+    plan.add_argument("--format", default="bf16", help="weight format (default bf16)")
+    plan.add_argument("--kv-format", help="default: 16-bit beside 16-bit weights, else fp8")
+    plan.add_argument("--splits", help="GPU counts to try, e.g. 1,2,4,8")
+    plan.add_argument("--rank-by", choices=["gpus", "hourly_cost", "purchase_cost"])
+    _common(plan)
+
+    matrix = commands.add_parser("matrix", help="fewest GPUs per model and format on each GPU")
+    matrix.add_argument("models", nargs="*", help="model slugs (default: every model)")
+    matrix.add_argument("--format", action="append", help="repeat; default bf16, fp8, int4")
+    matrix.add_argument("--gpu", action="append", help="repeat; default every GPU")
+    _common(matrix)
+
+    off = commands.add_parser("offload", help="speed with part of the weights in CPU memory")
+    off.add_argument("model")
+    off.add_argument("--gpu", required=True)
+    off.add_argument("--count", type=int, default=1, help="GPUs (default 1)")
+    off.add_argument("--format", default="bf16")
+    off.add_argument("--resident-bytes", type=int, help="weights kept in GPU memory")
+    off.add_argument("--batch", type=int, default=1, help="conversations per step (default 1)")
+    _common(off)
+
+
+def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]:
+    fields = {
+        "concurrency": args.users if users else None,
+        "context_tokens": args.context,
+        "gpu_memory_utilization": args.utilisation,
+        "overhead_bytes_per_gpu": args.overhead_bytes,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _request(args: argparse.Namespace) -> msgspec.Struct:
+    """The request body the server would get, checked by the same Structs (bounds included)."""
+    if args.command == "plan":
+        fields: dict[str, Any] = {"model": args.model, "weight_format": args.format}
+        if args.gpu:
+            fields["gpu"] = args.gpu
+        if args.kv_format:
+            fields["kv_format"] = args.kv_format
+        if args.rank_by:
+            fields["rank_by"] = args.rank_by
+        if args.splits:
+            try:
+                fields["splits"] = [int(s) for s in args.splits.split(",")]
+            except ValueError:
+                raise SizingError("splits", "comma-separated whole numbers, e.g. 1,2,4,8") from None
+        return msgspec.convert({**fields, **_workload(args)}, PlanRequest)
+    if args.command == "matrix":
+        fields = {"models": args.models, "formats": args.format or [], "gpus": args.gpu or []}
+        return msgspec.convert({**fields, **_workload(args)}, MatrixRequest)
+    if args.users is not None:
+        raise SizingError("users", "offload plans one conversation per step; use --batch")
+    fields = {
+        "model": args.model,
+        "gpu": args.gpu,
+        "gpu_count": args.count,
+        "weight_format": args.format,
+        "batch_size": args.batch,
+    }
+    if args.resident_bytes is not None:
+        fields["resident_bytes"] = args.resident_bytes
+    return msgspec.convert({**fields, **_workload(args, users=False)}, OffloadRequest)
+
+
+def _remote(args: argparse.Namespace, request: msgspec.Struct) -> Any:
+    from service.client import PlannerClient
+
+    token = args.token or os.environ.get("PLANNER_TOKEN")
+    with PlannerClient(args.url, token=token) as client:
+        if isinstance(request, PlanRequest):
+            return client.plan_csv(request) if args.csv else client.plan(request)
+        if isinstance(request, MatrixRequest):
+            return client.matrix_csv(request) if args.csv else client.matrix(request)
+        assert isinstance(request, OffloadRequest)
+        return client.offload(request)
+
+
+def _local(args: argparse.Namespace, request: msgspec.Struct) -> Any:
+    if isinstance(request, PlanRequest):
+        answer = local_plan(request)
+        if args.csv and isinstance(answer, PlanAnswer):
+            return plans_csv(answer.options or [answer])
+        return answer
+    if isinstance(request, MatrixRequest):
+        m = local_matrix(request)
+        return matrix_csv(m) if args.csv else m
+    assert isinstance(request, OffloadRequest)
+    return local_offload(request)
+
+
+def render(answer: Any) -> str:
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, PlanAnswer | TrainingAnswer):
+        return render_plan(answer)
+    if isinstance(answer, CostedMatrix):
+        return render_matrix(answer)
+    assert isinstance(answer, Offload)
+    return render_offload(answer)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit status: 0 answered, 1 the service failed or cannot be reached, 2 bad input."""
+    from service.client import PlannerError
+
+    try:
+        request = _request(args)
+        if args.csv and args.command == "offload":
+            raise SizingError("csv", "offload answers one row: use --json")
+        answer = _remote(args, request) if args.url else _local(args, request)
+    except msgspec.ValidationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (SizingError, NotFound) as exc:
+        suggestions = getattr(exc, "suggestions", [])
+        hint = ""
+        if suggestions and "closest" not in str(exc):
+            hint = f" (closest: {', '.join(suggestions)})"
+        print(f"error: {getattr(exc, 'field', '')}: {exc}{hint}", file=sys.stderr)
+        return 2
+    except PlannerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        for e in exc.problem.errors if exc.problem else []:
+            print(f"  {e.field}: {e.message}", file=sys.stderr)
+        return 2 if 400 <= exc.status < 500 else 1
+    if args.json and not isinstance(answer, str):
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer)).decode() + "\n")
+    else:
+        sys.stdout.write(render(answer))
+    return 0
