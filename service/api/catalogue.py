@@ -28,11 +28,14 @@ from service.api.catalogue_schemas import (
     InterconnectBody,
     InterconnectPage,
     ModelBody,
+    ModelImportAnswer,
+    ModelImportBody,
     ModelPage,
 )
 from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
+from service.catalogue.hf_config import ImportedModel, import_config
 from service.catalogue.lookup import KIND, closest, resolve
 from service.catalogue.repositories import REPOSITORIES
 from service.catalogue.tables import SLUG_LENGTH, Format, Gpu, Interconnect, Model
@@ -155,6 +158,27 @@ async def _check_links(session: AsyncSession, data: GpuBody) -> GpuBody:
             row = await resolve(session, Interconnect, value, field, status=422)
             changes[field] = row.slug
     return msgspec.structs.replace(data, **changes)
+
+
+def _imported_body(data: ModelImportBody, imported: ImportedModel) -> ModelBody:
+    spec = imported.spec
+    fields = {
+        k: v for k, v in msgspec.structs.asdict(spec).items() if k in ModelBody.__struct_fields__
+    }
+    return (
+        ModelBody(
+            **{**fields, "layer_types": list(spec.layer_types)},
+            active_params_incl_embedding=imported.params.active if spec.is_moe else 0,
+            aliases=data.aliases,
+            notes="; ".join(filter(None, [data.notes, *imported.notes])),
+            sources=data.sources
+            or [f"imported from config.json (model_type {imported.model_type})"],
+        )
+        if not data.name
+        else msgspec.structs.replace(
+            _imported_body(msgspec.structs.replace(data, name=""), imported), name=data.name
+        )
+    )
 
 
 def _check_model(data: ModelBody) -> ModelBody:
@@ -337,6 +361,30 @@ class ModelController(Controller):
     @post("/", guards=ADMINS, security=SECURITY, responses=problems(*WRITE), summary="Add a model")
     async def create_model(self, db_session: Session, data: JSONBody[ModelBody]) -> ModelBody:
         return _answer(await _create(db_session, Model, _check_model(data)), ModelBody)
+
+    @post(
+        "/import",
+        guards=ADMINS,
+        security=SECURITY,
+        responses=problems(*WRITE),
+        summary="Add a model from its Hugging Face config.json (offline, exact counts)",
+    )
+    async def import_model(
+        self, db_session: Session, data: JSONBody[ModelImportBody]
+    ) -> ModelImportAnswer:
+        imported = import_config(data.config_json, data.slug, data.index_json)
+        row = await _create(db_session, Model, _check_model(_imported_body(data, imported)))
+        return ModelImportAnswer(
+            model=_answer(row, ModelBody),
+            model_type=imported.model_type,
+            params=imported.params,
+            vision_params=imported.vision_params,
+            mtp_params=imported.mtp_params,
+            checkpoint=imported.checkpoint,
+            index_total_size_bytes=imported.index_total_size_bytes,
+            checkpoint_difference_bytes=imported.checkpoint_difference_bytes,
+            notes=imported.notes,
+        )
 
     @put(
         "/{slug:str}",

@@ -2,10 +2,13 @@
 create or replace is the row as it is answered). Bounds keep every value storable and every
 computation on it finite; unknown fields are ignored."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
+
+from service.sizing.params import ParamCount
+from service.sizing.weights import CheckpointBytes
 
 # PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in the database.
 _NO_NUL = r"^[^\x00]*$"
@@ -118,6 +121,11 @@ class ModelBody(msgspec.Struct, kw_only=True):
     sliding_window_tokens: OptionalTokens = 0
     layer_types: Annotated[list[Literal["full", "sliding", "mla"]], Meta(max_length=4096)] = []
     """One entry per layer; empty: every layer full attention (MLA when kv_lora_rank)."""
+    checkpoint_format: Annotated[str, Meta(max_length=64, pattern=r"^([a-z0-9][a-z0-9._-]*)?$")] = (
+        ""
+    )
+    checkpoint_bytes: Bytes = 0
+    """A quantised checkpoint's stored size in checkpoint_format (set by POST /models/import)."""
     aliases: Aliases = []
     notes: LongText = ""
     sources: Sources = []
@@ -168,3 +176,28 @@ class FormatPage(msgspec.Struct, frozen=True):
     limit: int
     offset: int
     total: int
+
+
+class ModelImportBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A Hugging Face config.json (and optionally model.safetensors.index.json) to add as a
+    catalogue model, derived offline and exactly (service.catalogue.hf_config)."""
+
+    slug: Slug
+    name: Name = ""
+    config_json: dict[str, Any]
+    index_json: dict[str, Any] | None = None
+    aliases: Aliases = []
+    notes: LongText = ""
+    sources: Sources = []
+
+
+class ModelImportAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    model: ModelBody
+    model_type: str
+    params: ParamCount
+    vision_params: int
+    mtp_params: int
+    checkpoint: CheckpointBytes
+    index_total_size_bytes: int | None
+    checkpoint_difference_bytes: int | None
+    notes: list[str]

@@ -40,7 +40,9 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu_count: Annotated[int, Meta(ge=1, le=1024)] = 1
     weight_format: SlugRef = "bf16"
     kv_format: SlugRef | None = None
-    resident_bytes: Annotated[int, Meta(ge=0, le=10**15)] | None = None
+    resident_bytes: int | None = None
+    """Checked by the core (0 to the weights' size, 422 naming it): the spec cannot carry the
+    bounds of a nullable number."""
     link: SlugRef | None = None
     batch_size: Annotated[int, Meta(ge=1, le=100_000)] = 1
     context_tokens: ContextTokens = 8192

@@ -54,6 +54,8 @@ def model_spec_of(row: Model) -> ModelSpec:
         qk_rope_head_dim=row.qk_rope_head_dim,
         sliding_window_tokens=row.sliding_window_tokens,
         layer_types=tuple(cast("list[LayerType]", row.layer_types)),
+        checkpoint_format=row.checkpoint_format,
+        checkpoint_bytes=row.checkpoint_bytes,
     )
 
 

@@ -87,6 +87,9 @@ class Model(CatalogueRow, IdentityAuditBase):
     qk_rope_head_dim: Mapped[int] = mapped_column(Integer, default=0)
     sliding_window_tokens: Mapped[int] = mapped_column(Integer, default=0)
     layer_types: Mapped[list[str]] = mapped_column(JsonList, default=list)
+    # Migration 0005: a quantised checkpoint's stored size, in its own format ('' / 0: none).
+    checkpoint_format: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    checkpoint_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class Format(CatalogueRow, IdentityAuditBase):

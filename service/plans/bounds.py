@@ -10,9 +10,9 @@ Users = Annotated[int, Meta(ge=1, le=1_000_000)]
 ContextTokens = Annotated[int, Meta(ge=1, le=100_000_000)]
 Utilisation = Annotated[float, Meta(gt=0, le=1)]
 OverheadBytes = Annotated[int, Meta(ge=0, le=10**15)]
-Splits = Annotated[list[int], Meta(min_length=1, max_length=32)]
-"""GPU counts; each is checked by the core (positive, at most MAX_GPU_COUNT) and named in a 422,
-since the OpenAPI renderer drops constraints on list items."""
+Splits = list[int]
+"""GPU counts, checked by the core (1 to 64 entries, each 1 to MAX_GPU_COUNT; a 422 naming
+``splits``): the OpenAPI renderer drops constraints on list items and on nullable lists."""
 WorkloadKind = Literal["inference", "training", "lora", "qlora"]
 
 SEED_OVERHEAD_BYTES = 4_000_000_000

@@ -15,7 +15,7 @@ from service.sizing.errors import SizingError
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import AMBER_BELOW, Status, Workload, plan
+from service.sizing.plan import AMBER_BELOW, Status, Workload, plan, validate_workload
 from service.sizing.weights import model_weight_bytes
 
 MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
@@ -95,6 +95,7 @@ def build_matrix(
 ) -> Matrix:
     """Every (model, format) row against every GPU column; the KV format follows the seed's
     rule unless one is forced."""
+    validate_workload(workload)
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:

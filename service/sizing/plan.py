@@ -41,6 +41,7 @@ UTILISATION_WARN_ABOVE = 0.95
 
 DEFAULT_SPLITS: tuple[int, ...] = (1, 2, 4, 8)
 MAX_GPU_COUNT = 65_536
+MAX_SPLITS = 64
 
 
 class Workload(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,7 +75,9 @@ def validate_workload(workload: Workload) -> Workload:
         "must be in (0, 1]",
     )
     require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
-    require(bool(workload.splits), "splits", "must name at least one GPU count")
+    require(
+        1 <= len(workload.splits) <= MAX_SPLITS, "splits", f"must name 1 to {MAX_SPLITS} GPU counts"
+    )
     require(
         all(1 <= n <= MAX_GPU_COUNT for n in workload.splits),
         "splits",

@@ -226,7 +226,7 @@ async def test_offload_over_a_named_link(client: Client) -> None:
             "model_spec.kv_heads",
         ),
         ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
-        ("/matrix", {"formats": ["bf16"], "splits": []}, 400, "splits"),
+        ("/matrix", {"formats": ["bf16"], "splits": []}, 422, "splits"),
         (
             "/offload",
             {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": 10**14},

@@ -1,0 +1,85 @@
+"""POST /models/import: a config.json becomes a catalogue model, planned with exact numbers."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+Client = AsyncTestClient[Litestar]
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+GB = 10**9
+
+
+def config(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
+    return loaded
+
+
+async def test_import_then_plan_an_mxfp4_model(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {
+        "slug": "my-gpt-oss",
+        "config_json": config("gpt-oss-120b"),
+        "sources": ["tests/data/hf_configs/gpt-oss-120b.json"],
+    }
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    answer = response.json()
+    # models.md: 116,829,156,672 parameters, 5,132,849,472 active without the input embedding.
+    assert answer["model"]["total_params"] == 116_829_156_672
+    assert answer["model"]["active_params"] == 5_132_849_472
+    assert answer["model"]["active_params_incl_embedding"] == 5_711_982_912
+    assert answer["model"]["checkpoint_format"] == "mxfp4"
+    assert answer["model"]["checkpoint_bytes"] == 65_248_815_744
+    assert answer["checkpoint"]["quantized_bytes"] == 60_914_073_600
+    stored = await client.get("/models/my-gpt-oss")
+    assert stored.json()["layer_types"][:2] == ["sliding", "full"]
+    plan = await client.post(
+        "/plan", json={"model": "my-gpt-oss", "gpu": "h100", "weight_format": "mxfp4"}
+    )
+    assert plan.json()["weights_bytes"] == 65_248_815_744
+
+
+async def test_import_with_index_reports_the_difference(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # 32,762,123,264 x 2 B = 65,524,246,528 B, equal to the index's total_size.
+    body = {
+        "slug": "my-qwen3-32b",
+        "config_json": config("qwen3-32b"),
+        "index_json": {"metadata": {"total_size": 65_524_246_528}},
+    }
+    answer = (await client.post("/models/import", json=body, headers=admin_headers)).json()
+    assert answer["checkpoint"]["total_bytes"] == 65_524_246_528
+    assert answer["checkpoint_difference_bytes"] == 0
+    assert answer["model"]["checkpoint_bytes"] == 0  # unquantised
+
+
+async def test_import_needs_an_admin(client: Client) -> None:
+    body = {"slug": "nope", "config_json": config("qwen3-8b")}
+    assert (await client.post("/models/import", json=body)).status_code == 401
+
+
+async def test_unsupported_or_malformed_configs_are_422_and_write_nothing(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    for raw, field in (
+        ({"model_type": "falcon"}, "config_json.model_type"),
+        ({**config("llama-3.1-8b"), "num_attention_heads": 0}, "config_json.num_attention_heads"),
+    ):
+        body = {"slug": "broken-import", "config_json": raw}
+        response = await client.post("/models/import", json=body, headers=admin_headers)
+        assert response.status_code == 422, response.text
+        assert response.json()["errors"][0]["field"] == field
+    assert (await client.get("/models/broken-import")).status_code == 404
+
+
+async def test_importing_an_existing_slug_is_409(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {"slug": "llama-3.1-8b", "config_json": config("llama-3.1-8b")}
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 409
