@@ -12,7 +12,8 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 import service.auth
-import service.catalogue.tables  # noqa: F401  (registers the catalogue tables)
+import service.catalogue.tables  # registers the catalogue tables
+import service.plans.tables  # noqa: F401  (registers the plan tables)
 from service.settings import Settings, ensure_sqlite_directory, sync_url
 
 config = context.config
