@@ -1,0 +1,169 @@
+"""Limits: rate limit per API key, database timeouts, graceful shutdown, serve never migrates
+anything but the default SQLite file."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from litestar.testing import AsyncTestClient
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+import service.db
+from service.__main__ import main
+from service.app import create_app
+from service.db import create_engine, migrate, timeout_connect_args
+from service.observability import RateLimiter
+from service.settings import DEFAULT_DATABASE_URL, Settings
+from tests.conftest import new_key
+from tests.ops.support import PLAN_70B, metric
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_token_bucket_refills_at_the_rate_and_caps_at_the_burst() -> None:
+    now = [0.0]
+    limiter = RateLimiter(per_minute=60, burst=2, clock=lambda: now[0])
+    assert [limiter.take("a"), limiter.take("a")] == [0.0, 0.0]
+    assert limiter.take("a") == pytest.approx(1.0)
+    assert limiter.take("b") == 0.0  # per caller
+    now[0] += 0.5
+    assert limiter.take("a") == pytest.approx(0.5)
+    now[0] += 0.5
+    assert limiter.take("a") == 0.0
+    now[0] += 3600  # a long pause saves up only the burst
+    assert [limiter.take("a"), limiter.take("a")] == [0.0, 0.0]
+    assert limiter.take("a") > 0
+
+
+async def test_rate_limit_per_key_answers_429_with_retry_after(database_url: str) -> None:
+    app = create_app(
+        Settings(database_url=database_url, rate_limit_per_minute=60, rate_limit_burst=3)
+    )
+    one = {"Authorization": f"Bearer {await new_key(database_url, 'viewer', 'one')}"}
+    two = {"Authorization": f"Bearer {await new_key(database_url, 'viewer', 'two')}"}
+    async with AsyncTestClient(app=app) as client:
+        statuses = [(await client.get("/gpus", headers=one)).status_code for _ in range(3)]
+        limited = await client.get("/gpus", headers=one)
+        assert statuses == [200, 200, 200]
+        assert limited.status_code == 429
+        assert limited.headers["content-type"].startswith("application/problem+json")
+        assert limited.headers["retry-after"] == "1"  # 60/minute: one token a second
+        assert limited.json()["type"] == "urn:gpu-planner:rate-limited"
+        assert limited.json()["request_id"] == limited.headers["x-request-id"]
+        assert (await client.get("/gpus", headers=two)).status_code == 200  # another key
+        probes = [(await client.get("/healthz", headers=one)).status_code for _ in range(10)]
+        assert probes == [200] * 10  # probes and scrapes are never limited
+        text_ = (await client.get("/metrics")).text
+        assert metric(text_, "planner_rate_limited_total") == 1
+
+
+def test_timeouts_reach_each_driver() -> None:
+    psycopg = timeout_connect_args("postgresql+psycopg://u@h/db", 1.5, 2.5)
+    assert psycopg == {"connect_timeout": 2, "options": "-c statement_timeout=2500"}
+    asyncpg = timeout_connect_args("postgresql+asyncpg://u@h/db", 3, 4)
+    assert asyncpg == {"timeout": 3, "command_timeout": 4}
+    assert timeout_connect_args("sqlite+aiosqlite:///x.db", 3, 4) == {"timeout": 4}
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not os.environ.get("TEST_DATABASE_URL"), reason="needs TEST_DATABASE_URL")
+async def test_a_slow_statement_is_cancelled_at_the_statement_timeout() -> None:
+    engine = create_engine(os.environ["TEST_DATABASE_URL"], statement_timeout_s=0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(OperationalError, match="statement timeout"):
+            async with engine.connect() as connection:
+                await connection.execute(text("SELECT pg_sleep(5)"))
+    finally:
+        await engine.dispose()
+    assert time.monotonic() - started < 4
+
+
+def test_serve_migrates_only_the_default_sqlite_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    migrated: list[str] = []
+    served: list[dict[str, Any]] = []
+    monkeypatch.setattr(service.db, "migrate", migrated.append)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(kw))
+    monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://planner@db.invalid:5432/planner")
+    monkeypatch.setenv("SHUTDOWN_GRACE_S", "25")
+    assert main(["serve"]) == 0
+    assert migrated == []  # Kubernetes and compose migrate in their own job/service
+    assert served[0]["timeout_graceful_shutdown"] == 25
+    assert served[0]["log_config"] is None
+    monkeypatch.delenv("DATABASE_URL")
+    assert main(["serve", "--port", "8123"]) == 0
+    assert migrated == [DEFAULT_DATABASE_URL]
+    assert served[1]["port"] == 8123
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
+    """A real `python -m service serve`: a request whose body is still arriving when SIGTERM
+    comes is answered in full; new connections are refused; the process exits 0."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"
+    migrate(database_url)
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "SHUTDOWN_GRACE_S": "15"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.1)
+        body = json.dumps(PLAN_70B).encode()
+        conn = socket.create_connection(("127.0.0.1", port), timeout=20)
+        conn.sendall(
+            b"POST /plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\nX-Request-ID: in-flight\r\n\r\n".encode()
+            + body[:10]
+        )
+        time.sleep(0.5)
+        server.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        with pytest.raises(OSError):  # no longer accepting
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        conn.sendall(body[10:])
+        raw = b""
+        while chunk := conn.recv(65536):
+            raw += chunk
+        conn.close()
+        head, _, payload = raw.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), raw[:300]
+        answer = json.loads(payload)
+        assert (answer["gpu_count"], answer["budget_bytes"]) == (4, 272_000_000_000)
+        # uvicorn re-raises the SIGTERM it caught once it has shut down cleanly.
+        assert server.wait(timeout=20) in (0, -signal.SIGTERM)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.stdout is not None
+    lines = [
+        json.loads(line) for line in server.stdout.read().splitlines() if line.startswith(b"{")
+    ]
+    served = [line for line in lines if line.get("request_id") == "in-flight"]
+    assert [(s["route"], s["status"]) for s in served] == [("/plan", 200)]
