@@ -121,6 +121,9 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     weights_bytes: int
     kv_bytes_per_token: int
     """Whole-model KV growth per token of context (tp=1, no replication)."""
+    kv_fixed_bytes_per_sequence: int
+    """Whole-model KV of the sliding-window layers for one conversation: they hold
+    min(context, window) tokens, a fixed cost once the context passes the window."""
     kv_cache_bytes: int
     """Worst-case KV held across all GPUs of the split (replicated heads counted on each)."""
     budget_bytes: int
@@ -354,6 +357,9 @@ def _finish(
         nodes=layout.split.nodes,
         weights_bytes=layout.total_weights,
         kv_bytes_per_token=kv_bytes_per_token(model, kv_format),
+        kv_fixed_bytes_per_sequence=kv_shape(model, kv_format).fixed_bytes_per_sequence(
+            workload.context_tokens
+        ),
         kv_cache_bytes=layout.total_kv,
         budget_bytes=layout.total_budget,
         spare_bytes=spare,

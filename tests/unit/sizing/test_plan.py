@@ -20,6 +20,7 @@ from tests.unit.sizing.specs import (
     ALL_GPUS,
     B200,
     DEEPSEEK_V3,
+    GPT_OSS_120B,
     H100,
     H200,
     L40S,
@@ -271,3 +272,17 @@ def test_bad_specs_raise_the_domain_error_not_a_bare_exception() -> None:
     with pytest.raises(SizingError) as info:
         plan(zero_heads, H100, BF16, BF16, Workload())
     assert info.value.field == "model_spec.attention_heads"
+
+
+def test_plan_reports_kv_growth_and_the_fixed_sliding_part_separately() -> None:
+    # gpt-oss-120b, 16-bit KV: 18 full layers grow 36,864 B per token; the 18 sliding layers
+    # hold at most 128 tokens: 36,864 x 128 = 4,718,592 B per conversation.
+    p = plan(GPT_OSS_120B, H200, BF16, BF16, Workload())
+    assert p.kv_bytes_per_token == 36_864
+    assert p.kv_fixed_bytes_per_sequence == 4_718_592
+    # 8 conversations x (36,864 x 8,192 + 4,718,592), whatever the split: 233.7 GB of BF16
+    # weights take 2 H200s, and TP 2 divides the 8 KV heads, so nothing is replicated.
+    assert p.gpu_count == 2
+    assert p.kv_cache_bytes == 8 * (36_864 * 8192 + 4_718_592) == 2_453_667_840
+    dense = plan(LLAMA_8B, H100, BF16, BF16, Workload())
+    assert dense.kv_fixed_bytes_per_sequence == 0
