@@ -32,3 +32,4 @@ openapi: install
 
 bench: install
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/middleware.py

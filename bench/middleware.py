@@ -1,0 +1,95 @@
+"""Cost of the request middleware (request id, JSON log line, metrics, rate limit): the same
+app answering GET /healthz and POST /plan with and without it, driven as raw ASGI calls in one
+process. Reports ratios measured in one run, never absolute budgets.
+Run: `python bench/middleware.py` (or `make bench`)."""
+
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.app import create_app
+from service.catalogue.lookup import serving_cache
+from service.db import migrate
+from service.settings import Settings
+
+PLAN = json.dumps({"model": "llama-3.1-70b", "gpu": "h100-sxm", "concurrency": 40}).encode()
+
+
+async def call(app: Any, method: str, path: str, body: bytes = b"") -> int:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+        "headers": [
+            (b"host", b"x"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+async def per_request(app: Any, method: str, path: str, body: bytes, n: int) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(n):
+            await call(app, method, path, body)
+        best = min(best, (time.perf_counter() - started) / n)
+    return best
+
+
+async def main() -> None:
+    directory = Path(tempfile.mkdtemp(prefix="planner-bench-"))
+    url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
+    migrate(url)
+    app = create_app(Settings(database_url=url, rate_limit_per_minute=10**9, log_level="INFO"))
+    logging.getLogger().handlers[-1].stream = open("/dev/null", "w")  # noqa: SIM115  (log cost kept, output dropped)
+    middleware = app.asgi_handler
+    bare = middleware.app  # type: ignore[attr-defined]
+    await middleware.cache.refresh()  # type: ignore[attr-defined]
+    # Both variants compute from the cached catalogue (the middleware is what normally sets it).
+    serving_cache.set(middleware.cache)  # type: ignore[attr-defined]
+    async with app.lifespan():
+        print(f"{'case':<40} {'with/without':>12}")
+        for name, method, path, body, n in (
+            ("GET /healthz (trivial)", "GET", "/healthz", b"", 2000),
+            ("POST /plan (70B on 4 x H100)", "POST", "/plan", PLAN, 300),
+        ):
+            status = await call(app, method, path, body)
+            assert status == 200, (path, status)
+            app.asgi_handler = bare
+            without = await per_request(app, method, path, body, n)
+            app.asgi_handler = middleware
+            with_ = await per_request(app, method, path, body, n)
+            print(f"{name:<40} {with_ / without:>12.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
