@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import json
+import math
 import sys
 
 from service.settings import Settings
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             access_log=False,
             # SIGTERM: stop accepting, let in-flight requests finish (Kubernetes waits
             # terminationGracePeriodSeconds, set above this), then exit.
-            timeout_graceful_shutdown=settings.shutdown_grace_s,
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
             proxy_headers=False,
         )
     return 0
