@@ -1,0 +1,230 @@
+"""How close the vLLM method comes to real start-up logs (``python -m service accuracy``).
+
+Every case in tests/data/vllm_logs/ is a real log (or a benchmark's table of real runs) with its
+source. For each, the engine model predicts the KV tokens, the weights and whether the engine
+starts; the report prints predicted, logged and the error, and says which cases the fitted
+constants in service/sizing/engine.py were fitted on ("fit") and which were not ("held-out").
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from service.sizing.engine import (
+    GIB,
+    EngineConfig,
+    EngineEra,
+    EnginePrediction,
+    Quantization,
+    predict_vllm,
+)
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_logs"
+TOKENS_TOLERANCE = 0.05
+WEIGHTS_TOLERANCE = 0.01
+BAR = 0.90
+
+FIT_CASES = frozenset(
+    {
+        "llmd-h100-llama-3.1-8b",
+        "llmd-h100-qwen3-32b-tp1",
+        "llmd-h100-qwen3-32b-tp2",
+        "llmd-h100-gpt-oss-20b",
+        "llmd-h100-llama-3.3-70b-fp8-tp2",
+        "dennislee-a100-qwen2-7b-util0.5",
+        "vllm-pr10511-h100-llama-3-8b-tp1",
+        "vllm-10517-rtx3090-llama-3.1-8b-20k",
+        "vllm-10517-rtx3090-llama-3.1-8b-29k-fails",
+    }
+)
+"""The cases whose numbers set the fitted constants (activation, non-torch, driver reserve)."""
+
+
+class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
+    case: str
+    role: str
+    """fit: its numbers set a fitted constant; held-out: they did not."""
+    model: str
+    gpu: str
+    tensor_parallel: int
+    version: str
+    logged_failed: bool
+    predicted_failed: bool
+    failure_ok: bool
+    logged_tokens: int | None
+    tokens_source: str
+    predicted_tokens: int
+    tokens_error: float | None
+    logged_weights_gib: float | None
+    predicted_weights_gib: float
+    weights_error: float | None
+    logged_kv_gib: float | None
+    predicted_kv_gib: float
+    source: str
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    cases: list[CaseResult]
+    tokens_within: int
+    tokens_cases: int
+    weights_within: int
+    weights_cases: int
+    failures_ok: int
+    failure_cases: int
+    meets_bar: bool
+
+
+def era_of(version: str) -> EngineEra:
+    if version.startswith(("0.5", "0.6", "0.7")):
+        return "v0"
+    if version.startswith("0.10"):
+        return "v1-0.10"
+    return "v1-0.11"
+
+
+def load_cases(directory: Path = CASES_DIR) -> list[dict[str, Any]]:
+    return [
+        json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))
+    ]
+
+
+def _source(case: dict[str, Any]) -> str:
+    s = case["source"]
+    ref = s.get("path") or (
+        f"issue #{s['issue']}" if "issue" in s else f"PR #{s.get('pull', '?')}"
+    )
+    return f"{s['repository']} {ref}"
+
+
+def config_of(case: dict[str, Any]) -> EngineConfig:
+    c = case["config"]
+    quant: Quantization = {None: "none", "compressed-tensors": "fp8", "fp8": "fp8"}.get(
+        c.get("quantization"), "mxfp4" if c.get("quantization") == "mxfp4" else "none"
+    )
+    total = case.get("gpu_total_gib_logged")
+    return EngineConfig(
+        tensor_parallel_size=c["tensor_parallel_size"],
+        max_model_len=c.get("max_model_len"),
+        gpu_memory_utilization=c["gpu_memory_utilization"],
+        block_size=c.get("block_size") or 16,
+        kv_cache_dtype="fp8" if c.get("kv_cache_dtype", "auto").startswith("fp8") else "auto",
+        quantization=quant,
+        max_num_batched_tokens=c.get("max_num_batched_tokens"),
+        max_num_seqs=c.get("max_num_seqs"),
+        enforce_eager=bool(c.get("enforce_eager")),
+        version=era_of(case["vllm_version"]),
+        gpu_total_bytes=round(total * GIB) if total and not case.get("gpu") else None,
+    )
+
+
+def predict_case(case: dict[str, Any]) -> EnginePrediction:
+    from service.cli import local_catalogue  # the shipped catalogue, no database
+
+    cat = local_catalogue()
+    model = cat.model(case["config"]["model_slug"])
+    gpu = cat.gpu(case["gpu"] or "rtx-4090")  # the logged total replaces an unlisted GPU's
+    return predict_vllm(model, gpu, config_of(case))
+
+
+def _logged_tokens(case: dict[str, Any], p: EnginePrediction) -> int | None:
+    logged = case["logged"]
+    if logged.get("kv_tokens") is not None:
+        return int(logged["kv_tokens"])
+    kv = logged.get("kv_cache_gib")
+    if kv is None or logged.get("failed"):
+        return None
+    blocks = int(kv * GIB) // p.per_gpu.block_bytes
+    bs = p.per_gpu.page_bytes // max(p.per_gpu.page_bytes // (case["config"]["block_size"]), 1)
+    return blocks // p.kv_groups * bs
+
+
+def _error(predicted: float, logged: float | None) -> float | None:
+    if logged is None or logged == 0:
+        return None
+    return (predicted - logged) / logged
+
+
+def evaluate_case(case: dict[str, Any]) -> CaseResult:
+    p = predict_case(case)
+    logged = case["logged"]
+    tokens = None if logged.get("failed") else _logged_tokens(case, p)
+    weights = logged.get("weights_gib")
+    predicted_weights = p.per_gpu.weights_bytes / GIB
+    return CaseResult(
+        case=case["id"],
+        role="fit" if case["id"] in FIT_CASES else "held-out",
+        model=case["config"]["model"],
+        gpu=case["gpu"] or f"{case['gpu_total_gib_logged']} GiB (logged)",
+        tensor_parallel=case["config"]["tensor_parallel_size"],
+        version=case["vllm_version"],
+        logged_failed=bool(logged.get("failed")),
+        predicted_failed=not p.starts,
+        failure_ok=bool(logged.get("failed")) == (not p.starts),
+        logged_tokens=tokens,
+        tokens_source=case.get("tokens_source", ""),
+        predicted_tokens=p.kv_cache_tokens,
+        tokens_error=None if tokens is None else _error(p.kv_cache_tokens, tokens),
+        logged_weights_gib=weights,
+        predicted_weights_gib=round(predicted_weights, 4),
+        weights_error=_error(predicted_weights, weights),
+        logged_kv_gib=logged.get("kv_cache_gib"),
+        predicted_kv_gib=p.per_gpu.kv_cache_gib,
+        source=_source(case),
+    )
+
+
+def report(directory: Path = CASES_DIR) -> Report:
+    results = [evaluate_case(c) for c in load_cases(directory)]
+    tok = [r for r in results if r.tokens_error is not None]
+    wts = [r for r in results if r.weights_error is not None]
+    fails = [r for r in results if r.logged_failed]
+    tokens_within = sum(1 for r in tok if abs(r.tokens_error or 0) <= TOKENS_TOLERANCE)
+    weights_within = sum(1 for r in wts if abs(r.weights_error or 0) <= WEIGHTS_TOLERANCE)
+    failures_ok = sum(1 for r in fails if r.failure_ok)
+    meets = (
+        bool(tok)
+        and tokens_within >= BAR * len(tok)
+        and weights_within == len(wts)
+        and all(r.failure_ok for r in results)
+    )
+    return Report(
+        cases=results,
+        tokens_within=tokens_within,
+        tokens_cases=len(tok),
+        weights_within=weights_within,
+        weights_cases=len(wts),
+        failures_ok=failures_ok,
+        failure_cases=len(fails),
+        meets_bar=meets,
+    )
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.1f}%"
+
+
+def render(rep: Report) -> str:
+    head = (
+        "| case | role | GPU | TP | vLLM | logged tokens | predicted | error | "
+        "logged weights GiB | predicted | error | failed (logged/predicted) |"
+    )
+    rows = [head, "|" + "---|" * 12]
+    for r in rep.cases:
+        rows.append(
+            f"| {r.case} | {r.role} | {r.gpu} | {r.tensor_parallel} | {r.version.split(' ')[0]} "
+            f"| {'-' if r.logged_tokens is None else f'{r.logged_tokens:,}'} "
+            f"| {r.predicted_tokens:,} | {_pct(r.tokens_error)} "
+            f"| {'-' if r.logged_weights_gib is None else r.logged_weights_gib} "
+            f"| {r.predicted_weights_gib} | {_pct(r.weights_error)} "
+            f"| {'yes' if r.logged_failed else 'no'}/{'yes' if r.predicted_failed else 'no'} |"
+        )
+    rows.append("")
+    rows.append(
+        f"KV tokens within 5%: {rep.tokens_within}/{rep.tokens_cases}; weights within 1%: "
+        f"{rep.weights_within}/{rep.weights_cases}; failures predicted: "
+        f"{rep.failures_ok}/{rep.failure_cases}; bar (90% / all / all) met: "
+        f"{'yes' if rep.meets_bar else 'no'}"
+    )
+    return "\n".join(rows)

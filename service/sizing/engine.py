@@ -1,0 +1,387 @@
+"""Engine-faithful sizing: predict what vLLM reports at start-up (the seeds' step 6 without a GPU).
+
+The budget, per GPU (vLLM ``gpu_worker.determine_available_memory`` / V0 ``worker``):
+
+    kv_bytes = torch-visible total x gpu_memory_utilization
+               - weights as loaded on this rank
+               - activation peak of the profiling pass (max_num_batched_tokens + sampler)
+               - non-torch memory (CUDA context, NCCL / custom all-reduce buffers with TP > 1)
+               - CUDA-graph memory (only in the engine era that counts it)
+
+The KV pool then becomes blocks (``vllm/v1/core/kv_cache_utils.py`` and
+``vllm/v1/kv_cache_interface.py``, as read in shared/reference/models.md): a page holds
+``block_size`` tokens of one layer; full-attention and sliding-window layers are grouped in
+equal-size groups (hybrid manager) and each KV tensor is shared by one layer of every group, so a
+block costs ``group_size x page``; MLA pages hold one latent per token, whole on every TP rank.
+The count is the minimum over pipeline stages (every TP rank of a stage is alike).
+
+What is exact here: the page and block arithmetic, the log lines' formulas, the default flags.
+What is FITTED (documented constants below, fitted on the real logs in tests/data/vllm_logs,
+reported case by case by ``python -m service accuracy``): the torch-visible total per GPU, the
+activation peak and the non-torch memory. Weights as loaded follow the checkpoint's layout
+(16-bit, FP8 linear layers, MXFP4 experts with vLLM's padded per-rank expert width).
+"""
+
+from typing import Literal
+
+import msgspec
+
+from service.sizing.errors import SizingError, require
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import LayerType, ModelSpec, validate_model
+from service.sizing.parallel import kv_heads_per_gpu, stage_layers, tensor_parallel_problem
+from service.sizing.units import ceil_div
+
+EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-cudagraph"]
+"""v0: the V0 engine (<= 0.7, profiling without chunked prefill); v1-0.10 / v1-0.11: the V1
+engine, CUDA graphs captured after the budget (not counted); v1-cudagraph: later releases that
+subtract the CUDA-graph memory from the KV budget (an estimate here: no log collected yet)."""
+
+Quantization = Literal["none", "fp8", "mxfp4"]
+KvCacheDtype = Literal["auto", "fp8"]
+UsageContext = Literal["api_server", "llm_class"]
+
+DEFAULT_ERA: EngineEra = "v1-0.11"
+GIB = 2**30
+
+# --- fitted constants (see the module docstring; every one is named in the accuracy report) ---
+DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000
+"""nvidia-smi total minus what torch sees (mem_get_info): H100 81,559 MiB = 79.65 GiB against
+79.18-79.22 GiB in real logs (llm-d table, vLLM PR #10511), i.e. about 0.46 GiB."""
+DRIVER_RESERVE_BYTES: dict[str, int] = {"a100-80gb": 805_000_000}
+"""A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
+(0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB."""
+SAMPLER_FACTOR: dict[EngineEra, float] = {"v1-0.10": 2.87, "v1-0.11": 9.71, "v1-cudagraph": 9.71}
+"""V1 activation peak = factor x max_num_seqs x vocab x 4 B (the dummy sampler pass over fp32
+logits dominates the profile). 9.71: least squares over the llm-d H100 table (Llama 3.1 8B 4.76,
+Qwen3 32B 5.64, gpt-oss-20b 7.38, Llama 3.3 70B 4.84 GiB; the table's gpt-oss-120b row is left
+out: its own numbers do not add up, 71.26 - 64.38 - 7.38 - 0.13 is not its 3.33 GiB of KV). 2.87: the dennislee22 A100 Qwen2 7B
+log at utilisation 0.5 (0.55 GiB of activation plus non-torch)."""
+V0_ACTIVATION_BASE_BYTES = 575_000_000
+V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 21.6
+"""V0 activation peak = 0.536 GiB + 21.6 B x max_num_batched_tokens x hidden: least squares over
+PR #10511 (1.26 GiB at 8,192 tokens) and issue #10517 (2.07 at 20,000 and 2.99 at 29,000)."""
+NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
+    "v0": (375_809_638, 375_809_638),
+    "v1-0.10": (139_586_437, 590_558_003),
+    "v1-0.11": (139_586_437, 590_558_003),
+    "v1-cudagraph": (139_586_437, 590_558_003),
+}
+"""(TP = 1, TP > 1): 0.13 / 0.55 GiB in the llm-d H100 table; V0 0.35 GiB (issue #10517)."""
+CUDA_GRAPH_ESTIMATE_BYTES = 536_870_912
+"""v1-cudagraph only: 0.50 GiB, the 'Graph capturing finished ... took 0.50 GiB' of the
+dennislee22 A100 logs (an estimate: no log of an engine that counts it was collected)."""
+MXFP4_EXPERT_PAD = 256
+"""vLLM's MXFP4 MoE layers pad each rank's expert width to a multiple of 256 (gpt-oss: 2880 ->
+3072 at TP 1); weights as loaded then match the logs to 0.2% at TP 1."""
+
+
+class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """vLLM's flags (None: the engine's default for this GPU and version)."""
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    block_size: int = 16
+    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization = "none"
+    """none: 16-bit weights; fp8: FP8 linear layers (embedding and LM head stay 16-bit);
+    mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit."""
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    usage: UsageContext = "api_server"
+    version: EngineEra = DEFAULT_ERA
+    gpu_total_bytes: int | None = None
+    """What torch sees on the GPU (a log's total_gpu_memory); None: nvidia-smi minus the
+    driver reserve fitted for that GPU."""
+
+
+class EngineDefaults(msgspec.Struct, frozen=True, kw_only=True):
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    rule: str
+
+
+class EngineGpu(msgspec.Struct, frozen=True, kw_only=True):
+    """One GPU of the busiest pipeline stage, in bytes (GiB alongside for reading logs)."""
+
+    total_bytes: int
+    usable_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    kv_cache_bytes: int
+    page_bytes: int
+    """One block of one KV tensor (block_size tokens of one layer)."""
+    block_bytes: int
+    """One block across the rank's KV tensors (page x group size, or x layers)."""
+    num_blocks: int
+    total_gib: float
+    usable_gib: float
+    weights_gib: float
+    activation_gib: float
+    non_torch_gib: float
+    cuda_graph_gib: float
+    kv_cache_gib: float
+
+
+class EnginePrediction(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    gpu: str
+    version: EngineEra
+    starts: bool
+    failure: str | None
+    kv_cache_tokens: int
+    """The 'GPU KV cache size: N tokens' line."""
+    max_concurrency: float
+    """The 'Maximum concurrency for L tokens per request: X' line (X, rounded to 2 places)."""
+    max_model_len: int
+    needed_kv_bytes_per_request: int
+    defaults: EngineDefaults
+    kv_groups: int
+    per_gpu: EngineGpu
+    log_lines: list[str]
+    notes: list[str]
+
+
+def engine_defaults(
+    model: ModelSpec, gpu_total_bytes: int, gpu_slug: str, config: EngineConfig
+) -> EngineDefaults:
+    """vLLM's defaults (V1 ``EngineArgs._set_default_args``; V0 scheduler config): GPUs with at
+    least 70 GiB that are not A100s get the larger batched-token budget and 1024 sequences."""
+    mml = config.max_model_len or model.max_context_tokens
+    if config.version == "v0":
+        tokens = config.max_num_batched_tokens or max(mml, 2048)
+        return EngineDefaults(
+            max_model_len=mml,
+            max_num_batched_tokens=tokens,
+            max_num_seqs=config.max_num_seqs or 256,
+            rule="V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048), "
+            "max_num_seqs 256",
+        )
+    big = gpu_total_bytes >= 70 * GIB and not gpu_slug.startswith("a100")
+    if big:
+        tokens, seqs = (8192, 1024) if config.usage == "api_server" else (16384, 1024)
+        why = "a GPU with >= 70 GiB that is not an A100"
+    else:
+        tokens, seqs = (2048, 256) if config.usage == "api_server" else (8192, 256)
+        why = "a GPU under 70 GiB or an A100"
+    who = "vllm serve" if config.usage == "api_server" else "the LLM class"
+    return EngineDefaults(
+        max_model_len=mml,
+        max_num_batched_tokens=config.max_num_batched_tokens or tokens,
+        max_num_seqs=config.max_num_seqs or seqs,
+        rule=f"{who} on {why}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}",
+    )
+
+
+def torch_visible_bytes(gpu: GpuSpec) -> int:
+    """What torch.cuda.mem_get_info reports as total: nvidia-smi's total less a driver reserve."""
+    smi = gpu.driver_visible_bytes or gpu.memory_bytes
+    return smi - DRIVER_RESERVE_BYTES.get(gpu.slug, DEFAULT_DRIVER_RESERVE_BYTES)
+
+
+def _embedding_params(model: ModelSpec) -> int:
+    return model.vocab_size * model.hidden_size
+
+
+def _expert_params(model: ModelSpec, width: int) -> int:
+    """Routed experts' gate, up and down projections at an expert width of ``width``."""
+    moe_layers = model.layers
+    return moe_layers * model.experts * 3 * model.hidden_size * width
+
+
+def loaded_weight_bytes(model: ModelSpec, quantization: Quantization, tensor_parallel: int) -> int:
+    """Weights on one rank as the engine loads them (vocab-parallel embedding and LM head, every
+    matrix sliced by TP; norms are negligible)."""
+    tp = tensor_parallel
+    if quantization == "none":
+        return ceil_div(model.total_params * 2, tp)
+    if quantization == "fp8":
+        sixteen = 2 * _embedding_params(model)  # embedding + untied LM head stay 16-bit
+        return ceil_div((model.total_params - sixteen) + sixteen * 2, tp)
+    require(model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model")
+    logical = _expert_params(model, model.intermediate_size)
+    per_rank_width = ceil_div(model.intermediate_size, tp)
+    padded_width = ceil_div(per_rank_width, MXFP4_EXPERT_PAD) * MXFP4_EXPERT_PAD
+    experts = ceil_div(_expert_params(model, padded_width) * 17, 32)  # 4.25 bits per value
+    return experts + ceil_div((model.total_params - logical) * 2, tp)
+
+
+def _layer_bytes_per_token(model: ModelSpec, kind: LayerType, tp: int, dtype_bytes: int) -> int:
+    if kind == "mla":
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * dtype_bytes
+    return 2 * kv_heads_per_gpu(model, tp) * model.resolved_head_dim * dtype_bytes
+
+
+class _Groups(msgspec.Struct, frozen=True):
+    group_size: int
+    full_groups: int
+    sliding_groups: int
+
+
+def kv_groups(layers: tuple[LayerType, ...]) -> _Groups:
+    """vLLM's hybrid grouping: groups of equal size, the smallest type count (or the larger one
+    when it is under 1.5x the smaller); a single attention type is one group of every layer."""
+    full = sum(1 for t in layers if t != "sliding")
+    sliding = len(layers) - full
+    if not sliding or not full:
+        return _Groups(len(layers), 1 if full else 0, 1 if sliding else 0)
+    small, large = min(full, sliding), max(full, sliding)
+    size = large if large < 1.5 * small else small
+    return _Groups(size, ceil_div(full, size), ceil_div(sliding, size))
+
+
+def _gib(n: int) -> float:
+    return round(n / GIB, 2)
+
+
+def predict_vllm(
+    model: ModelSpec, gpu: GpuSpec, config: EngineConfig = EngineConfig()
+) -> EnginePrediction:
+    """What vLLM will log at start-up for this model on ``gpu`` with ``config``."""
+    validate_model(model)
+    tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
+    require(1 <= tp <= 1024, "tensor_parallel_size", "must be between 1 and 1024")
+    require(1 <= pp <= model.layers, "pipeline_parallel_size", "must be between 1 and the layers")
+    require(
+        0 < config.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]"
+    )
+    require(config.block_size in (1, 8, 16, 32, 64, 128, 256), "block_size", "not a vLLM size")
+    if config.max_model_len is not None:
+        require(config.max_model_len >= 1, "max_model_len", "must be at least 1")
+    problem = tensor_parallel_problem(model, tp)
+    if problem:
+        raise SizingError("tensor_parallel_size", problem)
+    total = config.gpu_total_bytes or torch_visible_bytes(gpu)
+    require(total > 0, "gpu_total_bytes", "must be positive")
+    d = engine_defaults(model, total, gpu.slug, config)
+    require(d.max_num_batched_tokens >= 1, "max_num_batched_tokens", "must be at least 1")
+    require(d.max_num_seqs >= 1, "max_num_seqs", "must be at least 1")
+    notes: list[str] = [f"Defaults: {d.rule}."]
+
+    usable = int(total * config.gpu_memory_utilization)
+    weights = ceil_div(loaded_weight_bytes(model, config.quantization, tp), pp)
+    if config.version == "v0":
+        activation = V0_ACTIVATION_BASE_BYTES + int(
+            V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size
+        )
+    else:
+        logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
+        activation = int(SAMPLER_FACTOR[config.version] * logits)
+    non_torch = NON_TORCH_BYTES[config.version][0 if tp * pp == 1 else 1]
+    graphs = (
+        CUDA_GRAPH_ESTIMATE_BYTES
+        if config.version == "v1-cudagraph" and not config.enforce_eager
+        else 0
+    )
+    kv_bytes = usable - weights - activation - non_torch - graphs
+
+    dtype_bytes = 1 if config.kv_cache_dtype == "fp8" else 2
+    bs, mml = config.block_size, d.max_model_len
+    best: tuple[int, int, int, int, int] | None = None  # blocks, page, block bytes, groups, need
+    concurrency = 0.0
+    for layers in stage_layers(model, pp):
+        groups = kv_groups(layers)
+        kinds = [t for t in layers]
+        page = bs * max(_layer_bytes_per_token(model, k, tp, dtype_bytes) for k in kinds)
+        block_bytes = page * groups.group_size
+        blocks = max(kv_bytes, 0) // block_bytes
+        full_blocks = ceil_div(mml, bs)
+        window = model.sliding_window_tokens
+        sliding_blocks = (
+            ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
+        )
+        per_request = groups.full_groups * full_blocks + groups.sliding_groups * sliding_blocks
+        need = sum(
+            (sliding_blocks if k == "sliding" else full_blocks)
+            * bs
+            * _layer_bytes_per_token(model, k, tp, dtype_bytes)
+            for k in kinds
+        )
+        n_groups = groups.full_groups + groups.sliding_groups
+        if best is None or blocks // n_groups < best[0] // best[3]:
+            best = (blocks, page, block_bytes, n_groups, need)
+            concurrency = blocks / per_request if per_request else 0.0
+    assert best is not None
+    blocks, page, block_bytes, n_groups, need = best
+    if config.version == "v0":
+        tokens = blocks * bs
+    else:
+        tokens = blocks // n_groups * bs
+
+    failure: str | None = None
+    if kv_bytes <= 0:
+        failure = (
+            "No available memory for the cache blocks (the weights, activation peak and "
+            "non-torch memory leave nothing for the KV cache)"
+        )
+    elif config.version != "v0" and need > kv_bytes:
+        failure = (
+            f"To serve at least one request with the model's max seq len ({mml}), "
+            f"({_gib(need)} GiB KV cache is needed, which is larger than the available KV cache "
+            f"memory ({_gib(kv_bytes)} GiB)"
+        )
+    elif config.version == "v0" and tokens < mml:
+        failure = (
+            f"The model's max seq len ({mml}) is larger than the maximum number of tokens that "
+            f"can be stored in KV cache ({tokens})"
+        )
+    if n_groups > 1:
+        notes.append(
+            f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts blocks per group."
+        )
+    if config.version == "v1-cudagraph":
+        notes.append("CUDA-graph memory is an estimate (0.50 GiB), subtracted from the budget.")
+
+    per_gpu = EngineGpu(
+        total_bytes=total,
+        usable_bytes=usable,
+        weights_bytes=weights,
+        activation_bytes=activation,
+        non_torch_bytes=non_torch,
+        cuda_graph_bytes=graphs,
+        kv_cache_bytes=kv_bytes,
+        page_bytes=page,
+        block_bytes=block_bytes,
+        num_blocks=blocks,
+        total_gib=_gib(total),
+        usable_gib=_gib(usable),
+        weights_gib=round(weights / GIB, 4),
+        activation_gib=_gib(activation),
+        non_torch_gib=_gib(non_torch),
+        cuda_graph_gib=_gib(graphs),
+        kv_cache_gib=_gib(kv_bytes),
+    )
+    conc = round(concurrency, 2) if failure is None else 0.0
+    lines = [
+        f"Model loading took {per_gpu.weights_gib:.4f} GiB",
+        f"Available KV cache memory: {per_gpu.kv_cache_gib:.2f} GiB",
+    ]
+    if failure:
+        lines.append(f"ValueError: {failure}")
+    else:
+        lines += [
+            f"GPU KV cache size: {tokens:,} tokens",
+            f"Maximum concurrency for {mml:,} tokens per request: {conc:.2f}x",
+        ]
+    return EnginePrediction(
+        model=model.slug,
+        gpu=gpu.slug,
+        version=config.version,
+        starts=failure is None,
+        failure=failure,
+        kv_cache_tokens=tokens if failure is None else 0,
+        max_concurrency=conc,
+        max_model_len=mml,
+        needed_kv_bytes_per_request=need,
+        defaults=d,
+        kv_groups=n_groups,
+        per_gpu=per_gpu,
+        log_lines=lines,
+        notes=notes,
+    )
