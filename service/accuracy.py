@@ -85,16 +85,12 @@ def era_of(version: str) -> EngineEra:
 
 
 def load_cases(directory: Path = CASES_DIR) -> list[dict[str, Any]]:
-    return [
-        json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))
-    ]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))]
 
 
 def _source(case: dict[str, Any]) -> str:
     s = case["source"]
-    ref = s.get("path") or (
-        f"issue #{s['issue']}" if "issue" in s else f"PR #{s.get('pull', '?')}"
-    )
+    ref = s.get("path") or (f"issue #{s['issue']}" if "issue" in s else f"PR #{s.get('pull', '?')}")
     return f"{s['repository']} {ref}"
 
 

@@ -204,7 +204,9 @@ def loaded_weight_bytes(model: ModelSpec, quantization: Quantization, tensor_par
     if quantization == "fp8":
         sixteen = 2 * _embedding_params(model)  # embedding + untied LM head stay 16-bit
         return ceil_div((model.total_params - sixteen) + sixteen * 2, tp)
-    require(model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model")
+    require(
+        model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model"
+    )
     logical = _expert_params(model, model.intermediate_size)
     per_rank_width = ceil_div(model.intermediate_size, tp)
     padded_width = ceil_div(per_rank_width, MXFP4_EXPERT_PAD) * MXFP4_EXPERT_PAD
@@ -248,9 +250,7 @@ def predict_vllm(
     tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
     require(1 <= tp <= 1024, "tensor_parallel_size", "must be between 1 and 1024")
     require(1 <= pp <= model.layers, "pipeline_parallel_size", "must be between 1 and the layers")
-    require(
-        0 < config.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]"
-    )
+    require(0 < config.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
     require(config.block_size in (1, 8, 16, 32, 64, 128, 256), "block_size", "not a vLLM size")
     if config.max_model_len is not None:
         require(config.max_model_len >= 1, "max_model_len", "must be at least 1")
@@ -309,10 +309,7 @@ def predict_vllm(
             concurrency = blocks / per_request if per_request else 0.0
     assert best is not None
     blocks, page, block_bytes, n_groups, need = best
-    if config.version == "v0":
-        tokens = blocks * bs
-    else:
-        tokens = blocks // n_groups * bs
+    tokens = blocks * bs if config.version == "v0" else blocks // n_groups * bs
 
     failure: str | None = None
     if kv_bytes <= 0:

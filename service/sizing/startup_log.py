@@ -1,0 +1,251 @@
+"""Read a vLLM start-up log (and optionally nvidia-smi CSV): pure text in, numbers out.
+
+Understands the V1 lines ("Model loading took X GiB", "Available KV cache memory: X GiB",
+"GPU KV cache size: N tokens", "Maximum concurrency for L tokens per request: Xx"), the V0
+memory-profiling summaries (one-line and multi-line), "# GPU blocks: N", the engine's echoed
+configuration (tensor_parallel_size=, max_seq_len=, quantization=, kv_cache_dtype=, ...), the
+non-default args dict, and the start-up failures ("No available memory for the cache blocks",
+"... KV cache is needed, which is larger than the available KV cache memory",
+"The model's max seq len (N) is larger than the maximum number of tokens ...").
+"""
+
+import re
+
+import msgspec
+
+from service.sizing.errors import SizingError
+
+GIB = 2**30
+MIB = 2**20
+
+EXPECTED_LINES = (
+    "Model loading took X GiB",
+    "Available KV cache memory: X GiB",
+    "GPU KV cache size: N tokens",
+    "Maximum concurrency for L tokens per request: X.XXx",
+    "# GPU blocks: N",
+    "model weights take X GiB; non_torch_memory takes Y GiB; PyTorch activation peak memory "
+    "takes Z GiB; the rest of the memory reserved for KV Cache is W GiB",
+    "No available memory for the cache blocks / ... KV cache is needed, which is larger than "
+    "the available KV cache memory",
+)
+
+
+class NvidiaSmiGpu(msgspec.Struct, frozen=True, kw_only=True):
+    index: int
+    name: str
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+
+
+class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
+    """What the log says; None where it is silent. Memory in bytes (from the logged GiB)."""
+
+    vllm_version: str | None = None
+    model: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    dtype: str | None = None
+    enforce_eager: bool | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    total_gpu_memory_bytes: int | None = None
+    weights_bytes: int | None = None
+    activation_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    kv_cache_bytes: int | None = None
+    kv_cache_tokens: int | None = None
+    gpu_blocks: int | None = None
+    concurrency_tokens: int | None = None
+    max_concurrency: float | None = None
+    cuda_graph_bytes: int | None = None
+    failed: bool = False
+    failure: str | None = None
+    nvidia_smi: list[NvidiaSmiGpu] = msgspec.field(default_factory=list)
+    matched_lines: int = 0
+
+
+_NUM = r"(-?[\d,]*\.?\d+)"
+
+
+def _f(s: str) -> float:
+    return float(s.replace(",", ""))
+
+
+def _gib(s: str) -> int:
+    return round(_f(s) * GIB)
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {
+    "weights": re.compile(
+        r"(?:Model loading took|Loading model weights took) " + _NUM + r" ?Gi?B", re.I
+    ),
+    "weights_v0": re.compile(r"model weights take\s+" + _NUM + r" ?GiB", re.I),
+    "non_torch": re.compile(r"non_torch_memory(?: takes)?\s*=?\s*" + _NUM + r" ?GiB", re.I),
+    "activation": re.compile(r"PyTorch activation peak memory(?: takes)?\s+" + _NUM + r" ?GiB"),
+    "kv_rest": re.compile(r"the rest of the memory reserved for KV Cache is " + _NUM + r" ?GiB"),
+    "kv_v0_line": re.compile(r"available_kv_cache_memory\s+" + _NUM + r" ?GiB"),
+    "kv_size_v0": re.compile(r"kv_cache_size=" + _NUM + r"GiB"),
+    "kv_available": re.compile(r"Available KV cache memory: " + _NUM + r" GiB"),
+    "kv_tokens": re.compile(r"GPU KV cache size: " + _NUM + r" tokens"),
+    "blocks": re.compile(r"(?:# )?(?:GPU|cuda) blocks: " + _NUM, re.I),
+    "concurrency": re.compile(
+        r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x"
+    ),
+    "total": re.compile(r"total_gpu_memory\s*(?:=|\()?\s*" + _NUM + r" ?GiB"),
+    "util_v0": re.compile(r"gpu_memory_utilization\s*(?:=|\()?\s*" + _NUM),
+    "graphs": re.compile(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r" GiB"),
+    "version": re.compile(r"(?:vLLM API server version|LLM engine \(v)\s*v?([\w.+-]+?)[)\s]"),
+    "no_memory": re.compile(r"No available memory for the cache blocks"),
+    "too_small": re.compile(
+        r"max seq len \(" + _NUM + r"\), \(" + _NUM + r" GiB KV cache is needed, which is larger "
+        r"than the available KV cache memory \(" + _NUM + r" GiB\)"
+    ),
+    "v0_too_small": re.compile(
+        r"The model's max seq len \(" + _NUM + r"\) is larger than the maximum number of tokens"
+    ),
+}
+
+_CONFIG: dict[str, re.Pattern[str]] = {
+    "model": re.compile(r"\bmodel='([^']+)'"),
+    "tensor_parallel_size": re.compile(r"tensor_parallel_size['\"]?\s*[=:]\s*(\d+)"),
+    "pipeline_parallel_size": re.compile(r"pipeline_parallel_size['\"]?\s*[=:]\s*(\d+)"),
+    "max_model_len": re.compile(r"(?:max_seq_len|max_model_len)['\"]?\s*[=:]\s*(\d+)"),
+    "gpu_memory_utilization": re.compile(r"'gpu_memory_utilization':\s*([\d.]+)"),
+    "quantization": re.compile(r"quantization=([\w-]+)"),
+    "kv_cache_dtype": re.compile(r"kv_cache_dtype['\"]?\s*[=:]\s*'?([\w-]+)"),
+    "dtype": re.compile(r"\bdtype=torch\.(\w+)"),
+    "enforce_eager": re.compile(r"enforce_eager['\"]?\s*[=:]\s*(True|False)"),
+    "max_num_batched_tokens": re.compile(r"max_num_batched_tokens['\"]?\s*[=:]\s*(\d+)"),
+    "max_num_seqs": re.compile(r"max_num_seqs['\"]?\s*[=:]\s*(\d+)"),
+    "block_size": re.compile(r"(?:'block_size':\s*|--block-size[= ])(\d+)"),
+}
+_FLAGS: dict[str, re.Pattern[str]] = {
+    "gpu_memory_utilization": re.compile(r"--gpu[-_]memory[-_]utilization[= ]([\d.]+)"),
+    "tensor_parallel_size": re.compile(r"(?:--tensor[-_]parallel[-_]size|-tp)[= ](\d+)"),
+    "max_model_len": re.compile(r"--max[-_]model[-_]len[= ](\d+)"),
+    "max_num_batched_tokens": re.compile(r"--max[-_]num[-_]batched[-_]tokens[= ](\d+)"),
+    "max_num_seqs": re.compile(r"--max[-_]num[-_]seqs[= ](\d+)"),
+    "kv_cache_dtype": re.compile(r"--kv[-_]cache[-_]dtype[= ]([\w-]+)"),
+    "model": re.compile(r"vllm serve ([\w./-]+)"),
+}
+
+
+def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
+    """``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`` (MiB)."""
+    gpus: list[NvidiaSmiGpu] = []
+    lines = [ln.strip() for ln in csv.strip().splitlines() if ln.strip()]
+    if not lines:
+        return gpus
+    header = [h.strip().lower() for h in lines[0].split(",")]
+    if not any(h.startswith("index") for h in header):
+        raise SizingError(
+            "nvidia_smi",
+            "expected the CSV of nvidia-smi --query-gpu=index,name,memory.used,memory.total "
+            "--format=csv, starting with its header line",
+        )
+
+    def mib(value: str) -> int | None:
+        m = re.search(r"([\d.]+)\s*MiB", value)
+        return round(float(m.group(1)) * MIB) if m else None
+
+    for row in lines[1:]:
+        cells = [c.strip() for c in row.split(",")]
+        if len(cells) != len(header) or not cells[0].isdigit():
+            raise SizingError("nvidia_smi", f"cannot read the row {row!r}")
+        by = dict(zip(header, cells, strict=True))
+        used = next((v for k, v in by.items() if k.startswith("memory.used")), "")
+        total = next((v for k, v in by.items() if k.startswith("memory.total")), "")
+        gpus.append(
+            NvidiaSmiGpu(
+                index=int(cells[0]),
+                name=by.get("name", ""),
+                memory_used_bytes=mib(used),
+                memory_total_bytes=mib(total),
+            )
+        )
+    return gpus
+
+
+def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
+    """Parse ``text``; raise SizingError (field ``log``) naming the expected lines when it holds
+    none of them."""
+    found: dict[str, object] = {}
+    matched = 0
+    for line in text.splitlines():
+        hit = False
+        for name, pattern in _PATTERNS.items():
+            m = pattern.search(line)
+            if not m:
+                continue
+            hit = True
+            g = m.groups()
+            if name in ("weights", "weights_v0"):
+                found.setdefault("weights_bytes", _gib(g[0]))
+            elif name == "non_torch":
+                found.setdefault("non_torch_bytes", _gib(g[0]))
+            elif name == "activation":
+                found.setdefault("activation_bytes", _gib(g[0]))
+            elif name in ("kv_rest", "kv_v0_line", "kv_size_v0", "kv_available"):
+                found.setdefault("kv_cache_bytes", _gib(g[0]))
+            elif name == "kv_tokens":
+                found.setdefault("kv_cache_tokens", int(_f(g[0])))
+            elif name == "blocks":
+                found.setdefault("gpu_blocks", int(_f(g[0])))
+            elif name == "concurrency":
+                found.setdefault("concurrency_tokens", int(_f(g[0])))
+                found.setdefault("max_concurrency", _f(g[1]))
+            elif name == "total":
+                found.setdefault("total_gpu_memory_bytes", _gib(g[0]))
+            elif name == "util_v0":
+                found.setdefault("gpu_memory_utilization", _f(g[0]))
+            elif name == "graphs":
+                found.setdefault("cuda_graph_bytes", _gib(g[0]))
+            elif name == "version":
+                found.setdefault("vllm_version", g[0])
+            elif name == "no_memory":
+                found["failed"] = True
+                found.setdefault("failure", "No available memory for the cache blocks")
+            elif name == "too_small":
+                found["failed"] = True
+                found.setdefault("max_model_len", int(_f(g[0])))
+                found.setdefault("kv_cache_bytes", _gib(g[2]))
+                found.setdefault(
+                    "failure",
+                    f"{g[1]} GiB of KV cache needed for one request of {g[0]} tokens, "
+                    f"{g[2]} GiB available",
+                )
+            elif name == "v0_too_small":
+                found["failed"] = True
+                found.setdefault("failure", line.strip())
+        for name, pattern in [*_CONFIG.items(), *_FLAGS.items()]:
+            m = pattern.search(line)
+            if m and name not in found:
+                value = m.group(1)
+                if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
+                    found[name] = None if value == "None" else value
+                elif name == "enforce_eager":
+                    found[name] = value == "True"
+                elif name == "gpu_memory_utilization":
+                    found[name] = float(value)
+                else:
+                    found[name] = int(value)
+        matched += hit
+    if matched == 0:
+        raise SizingError(
+            "log",
+            "no vLLM start-up line found; expected at least one of: "
+            + "; ".join(f'"{e}"' for e in EXPECTED_LINES),
+        )
+    smi = parse_nvidia_smi(nvidia_smi) if nvidia_smi else []
+    if "kv_cache_bytes" in found and int(found["kv_cache_bytes"]) <= 0:  # type: ignore[call-overload]
+        found["failed"] = True
+        found.setdefault("failure", "No memory left for the KV cache")
+    return msgspec.convert(
+        {**found, "nvidia_smi": smi, "matched_lines": matched}, StartupLog, from_attributes=False
+    )

@@ -1,0 +1,253 @@
+"""Compare what a start-up log says with what the vLLM method predicts (pure)."""
+
+from typing import Literal
+
+import msgspec
+
+from service.sizing.engine import (
+    EngineConfig,
+    EngineEra,
+    EnginePrediction,
+    KvCacheDtype,
+    Quantization,
+    predict_vllm,
+)
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.startup_log import StartupLog
+
+GIB = 2**30
+Severity = Literal["info", "warning", "problem"]
+
+
+class Difference(msgspec.Struct, frozen=True, kw_only=True):
+    quantity: str
+    logged: float | None
+    predicted: float | None
+    relative_error: float | None
+    severity: Severity
+    likely_cause: str
+
+
+class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    gpu: str
+    parsed: StartupLog
+    config_used: EngineConfig
+    prediction: EnginePrediction
+    differences: list[Difference]
+    plan_short: bool
+    """KV tokens / context < the users the plan must hold at once."""
+    summary: str
+
+
+def config_from_log(
+    log: StartupLog, base: EngineConfig, quantization: Quantization | None, era: EngineEra | None
+) -> EngineConfig:
+    """The configuration the log echoes, over ``base`` (the request's own flags)."""
+    quant: Quantization = quantization or base.quantization
+    if quantization is None and log.quantization:
+        q = log.quantization.lower()
+        quant = (
+            "mxfp4"
+            if q == "mxfp4"
+            else "fp8"
+            if q in ("fp8", "compressed-tensors", "modelopt")
+            else "none"
+        )
+    kv: KvCacheDtype = base.kv_cache_dtype
+    if log.kv_cache_dtype:
+        kv = "fp8" if log.kv_cache_dtype.startswith("fp8") else "auto"
+    version: EngineEra = era or base.version
+    if era is None and log.vllm_version:
+        v = log.vllm_version
+        version = (
+            "v0"
+            if v.startswith(("0.5", "0.6", "0.7"))
+            else "v1-0.10"
+            if v.startswith("0.10")
+            else base.version
+        )
+    return msgspec.structs.replace(
+        base,
+        tensor_parallel_size=log.tensor_parallel_size or base.tensor_parallel_size,
+        pipeline_parallel_size=log.pipeline_parallel_size or base.pipeline_parallel_size,
+        max_model_len=log.max_model_len or log.concurrency_tokens or base.max_model_len,
+        gpu_memory_utilization=log.gpu_memory_utilization or base.gpu_memory_utilization,
+        max_num_batched_tokens=log.max_num_batched_tokens or base.max_num_batched_tokens,
+        max_num_seqs=log.max_num_seqs or base.max_num_seqs,
+        block_size=log.block_size or base.block_size,
+        enforce_eager=log.enforce_eager if log.enforce_eager is not None else base.enforce_eager,
+        gpu_total_bytes=log.total_gpu_memory_bytes or base.gpu_total_bytes,
+        kv_cache_dtype=kv,
+        quantization=quant,
+        version=version,
+    )
+
+
+def _rel(logged: float | None, predicted: float | None) -> float | None:
+    if logged is None or predicted is None or logged == 0:
+        return None
+    return (predicted - logged) / abs(logged)
+
+
+def compare(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    log: StartupLog,
+    base: EngineConfig,
+    users: int,
+    quantization: Quantization | None = None,
+    era: EngineEra | None = None,
+) -> VerifyAnswer:
+    config = config_from_log(log, base, quantization, era)
+    p = predict_vllm(model, gpu, config)
+    g = p.per_gpu
+    diffs: list[Difference] = []
+
+    if log.weights_bytes is not None:
+        ratio = log.weights_bytes / g.weights_bytes if g.weights_bytes else 0.0
+        rel = _rel(log.weights_bytes, g.weights_bytes)
+        if 1.8 <= ratio <= 2.2:
+            sev: Severity = "problem"
+            cause = (
+                f"The engine loaded about {ratio:.1f}x the expected weights: the checkpoint was "
+                "loaded at the wrong precision (16-bit instead of 8-bit, or the quantisation "
+                "flag was not applied), or the split is not the tensor-parallel size planned."
+            )
+        elif 0.45 <= ratio <= 0.55:
+            sev, cause = (
+                "warning",
+                (
+                    "About half the expected weights: the checkpoint is quantised (or split over "
+                    "twice the GPUs) while the plan assumed otherwise; plan with its real format."
+                ),
+            )
+        elif rel is not None and abs(rel) > 0.01:
+            sev, cause = (
+                "warning",
+                (
+                    "Weights differ by more than 1%: a different checkpoint layout (padding, "
+                    "kernel repacking, vision tower, extra heads) than the architecture planned."
+                ),
+            )
+        else:
+            sev, cause = "info", "Weights as expected."
+        diffs.append(
+            Difference(
+                quantity="weights_gib_per_gpu",
+                logged=round(log.weights_bytes / GIB, 4),
+                predicted=round(g.weights_bytes / GIB, 4),
+                relative_error=rel,
+                severity=sev,
+                likely_cause=cause,
+            )
+        )
+    if log.activation_bytes is not None:
+        rel = _rel(log.activation_bytes, g.activation_bytes)
+        diffs.append(
+            Difference(
+                quantity="activation_gib",
+                logged=round(log.activation_bytes / GIB, 2),
+                predicted=g.activation_gib,
+                relative_error=rel,
+                severity="info" if rel is None or abs(rel) < 0.25 else "warning",
+                likely_cause="The activation peak follows max_num_batched_tokens and "
+                "max_num_seqs x vocabulary; lower them to free KV memory.",
+            )
+        )
+    if log.non_torch_bytes is not None:
+        rel = _rel(log.non_torch_bytes, g.non_torch_bytes)
+        diffs.append(
+            Difference(
+                quantity="non_torch_gib",
+                logged=round(log.non_torch_bytes / GIB, 2),
+                predicted=g.non_torch_gib,
+                relative_error=rel,
+                severity="info" if rel is None or abs(rel) < 0.5 else "warning",
+                likely_cause="Non-torch memory is the CUDA context, NCCL and all-reduce buffers "
+                "(higher with TP > 1), or another process on the same GPU.",
+            )
+        )
+    if log.kv_cache_bytes is not None:
+        rel = _rel(log.kv_cache_bytes, g.kv_cache_bytes)
+        diffs.append(
+            Difference(
+                quantity="kv_cache_gib",
+                logged=round(log.kv_cache_bytes / GIB, 2),
+                predicted=g.kv_cache_gib,
+                relative_error=rel,
+                severity="info" if rel is None or abs(rel) <= 0.05 else "warning",
+                likely_cause="The KV budget is what the weights, activation peak and non-torch "
+                "memory leave of total x gpu_memory_utilization; another process on the GPU or a "
+                "different utilisation also moves it.",
+            )
+        )
+    logged_tokens = log.kv_cache_tokens
+    if logged_tokens is None and log.gpu_blocks is not None:
+        logged_tokens = log.gpu_blocks * config.block_size
+    if logged_tokens is not None:
+        rel = _rel(logged_tokens, p.kv_cache_tokens)
+        diffs.append(
+            Difference(
+                quantity="kv_cache_tokens",
+                logged=float(logged_tokens),
+                predicted=float(p.kv_cache_tokens),
+                relative_error=rel,
+                severity="info" if rel is not None and abs(rel) <= 0.05 else "warning",
+                likely_cause="Tokens follow the KV memory and the page size: a different "
+                "kv_cache_dtype, block_size or hybrid grouping than planned changes them.",
+            )
+        )
+    if log.failed != (not p.starts):
+        diffs.append(
+            Difference(
+                quantity="starts",
+                logged=0.0 if log.failed else 1.0,
+                predicted=1.0 if p.starts else 0.0,
+                relative_error=None,
+                severity="problem",
+                likely_cause="The engine "
+                + (
+                    "failed to start though the plan expected it to"
+                    if log.failed
+                    else "started though the plan predicted a failure"
+                )
+                + (f": {log.failure}" if log.failure else "")
+                + ".",
+            )
+        )
+    context = config.max_model_len or p.max_model_len
+    held = (logged_tokens if logged_tokens is not None else p.kv_cache_tokens) // max(context, 1)
+    short = log.failed or held < users
+    if short:
+        diffs.append(
+            Difference(
+                quantity="users_at_once",
+                logged=float(held),
+                predicted=float(users),
+                relative_error=None,
+                severity="problem",
+                likely_cause=f"KV tokens / context = {held} conversations of {context:,} tokens, "
+                f"fewer than the {users} users the plan must hold at once: the plan is short "
+                "(more GPUs, FP8 KV cache, a shorter context or a higher utilisation).",
+            )
+        )
+    worst = [d for d in diffs if d.severity == "problem"]
+    summary = (
+        "The log matches the plan."
+        if not worst and not any(d.severity == "warning" for d in diffs)
+        else f"{len(worst)} problem(s), "
+        f"{sum(1 for d in diffs if d.severity == 'warning')} warning(s): "
+        + "; ".join(d.quantity for d in diffs if d.severity != "info")
+    )
+    return VerifyAnswer(
+        model=model.slug,
+        gpu=gpu.slug,
+        parsed=log,
+        config_used=config,
+        prediction=p,
+        differences=diffs,
+        plan_short=short,
+        summary=summary,
+    )
