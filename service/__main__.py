@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="default: PORT or 8000")
     commands.add_parser("migrate", help="upgrade the database (DATABASE_URL) to the head revision")
     commands.add_parser("openapi", help="print the OpenAPI spec (what openapi/openapi.json holds)")
+    commands.add_parser(
+        "accuracy", help="the vLLM method against the collected start-up logs: every case"
+    )
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
@@ -49,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in cli.COMMANDS:  # plan, matrix, offload: locally or against --url
         return cli.run(args)
+    if args.command == "accuracy":
+        from service.accuracy import render, report
+
+        print(render(report()))
+        return 0
     settings = Settings.from_env()
 
     if args.command == "migrate":

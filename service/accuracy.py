@@ -96,8 +96,9 @@ def _source(case: dict[str, Any]) -> str:
 
 def config_of(case: dict[str, Any]) -> EngineConfig:
     c = case["config"]
-    quant: Quantization = {None: "none", "compressed-tensors": "fp8", "fp8": "fp8"}.get(
-        c.get("quantization"), "mxfp4" if c.get("quantization") == "mxfp4" else "none"
+    q = c.get("quantization")
+    quant: Quantization = (
+        "mxfp4" if q == "mxfp4" else "fp8" if q in ("fp8", "compressed-tensors") else "none"
     )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(
@@ -132,8 +133,8 @@ def _logged_tokens(case: dict[str, Any], p: EnginePrediction) -> int | None:
     if kv is None or logged.get("failed"):
         return None
     blocks = int(kv * GIB) // p.per_gpu.block_bytes
-    bs = p.per_gpu.page_bytes // max(p.per_gpu.page_bytes // (case["config"]["block_size"]), 1)
-    return blocks // p.kv_groups * bs
+    bs = int(case["config"].get("block_size") or 16)
+    return int(blocks // p.kv_groups * bs)
 
 
 def _error(predicted: float, logged: float | None) -> float | None:

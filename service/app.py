@@ -20,6 +20,7 @@ from service.api.health import health_handlers
 from service.api.openapi import forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
+from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
 from service.db import create_engine
 from service.observability import (
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             *health_handlers,
             *catalogue_handlers,
             *compute_handlers,
+            *verify_handlers,
             *plan_handlers,
             *chatops_handlers,
             metrics_endpoint,

@@ -37,6 +37,7 @@ from service.sizing.errors import SizingError, require
 from service.sizing.matrix import build_matrix
 from service.sizing.offload import Offload, offload
 from service.sizing.plan import Workload
+from service.verify.plan import VllmPlanAnswer
 
 Session = NamedDependency[AsyncSession]
 OPEN = [open_unless_required("viewer")]
@@ -74,7 +75,7 @@ def _wants(request: Request[Any, Any, Any], *offered: str) -> str:
 )
 async def plan_endpoint(
     request: Request[Any, Any, Any], db_session: Session, data: JSONBody[PlanRequest]
-) -> Response[PlanAnswer | TrainingAnswer]:
+) -> Response[PlanAnswer | TrainingAnswer | VllmPlanAnswer]:
     answer = await evaluate_plan(db_session, data)
     if isinstance(answer, PlanAnswer):
         wanted = _wants(request, MARKDOWN, CSV)

@@ -35,6 +35,7 @@ from service.sizing.training import (
     get_recipe,
     training_plan,
 )
+from service.verify.plan import VllmOptions, vllm_plan
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -68,6 +69,11 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     lora_targets: Annotated[list[Projection], Meta(min_length=1, max_length=7)] = msgspec.field(
         default_factory=lambda: ["q", "k", "v", "o"]
     )
+    method: Literal["seed", "vllm"] = "seed"
+    """seed: the seeds' budget (capacity x utilisation - overhead); vllm: predict what vLLM
+    reports at start-up (service.sizing.engine), for one ``gpu``, inference only."""
+    vllm: VllmOptions | None = None
+    """vLLM's flags for method vllm (null: the engine's defaults for the GPU)."""
 
 
 class PlanOption(Plan, frozen=True, kw_only=True):
@@ -244,7 +250,21 @@ def answer_plan(
         splits=tuple(data.splits or DEFAULT_SPLITS),
     )
     if data.workload != "inference":
+        require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
+    if data.method == "vllm":
+        require(data.gpu is not None, "gpu", "the vllm method needs one gpu")
+        return vllm_plan(  # type: ignore[return-value]
+            model,
+            gpus[0],
+            weights,
+            kv,
+            data.vllm or VllmOptions(),
+            users=data.concurrency,
+            context_tokens=data.context_tokens,
+            utilisation=data.gpu_memory_utilization,
+            splits=tuple(data.splits or DEFAULT_SPLITS),
+        )
     if data.gpu is not None:
         best = plan(model, gpus[0], weights, kv, workload)
         return PlanAnswer(

@@ -1,0 +1,83 @@
+"""POST /verify: a pasted vLLM start-up log (and optionally nvidia-smi CSV) against the plan.
+
+Parse, look the model and GPU up, predict with the vLLM method for the configuration the log
+echoes (the request's flags fill what it does not), answer the differences with likely causes.
+Text with none of the expected lines is a 422 listing them.
+"""
+
+from typing import Annotated
+
+import msgspec
+from litestar import post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
+from msgspec import Meta
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.api.guards import open_unless_required
+from service.api.problems import problems
+from service.catalogue import lookup
+from service.plans.bounds import SlugRef, Users, Utilisation
+from service.plans.evaluate import resolve_model
+from service.sizing.engine import EngineConfig, EngineEra, KvCacheDtype, Quantization
+from service.sizing.startup_log import parse_startup_log
+from service.verify.compare import VerifyAnswer, compare
+
+Session = NamedDependency[AsyncSession]
+
+
+class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    log: Annotated[str, Meta(min_length=1, max_length=2_000_000)]
+    """The engine's start-up log, pasted as is."""
+    model: SlugRef
+    """The catalogue model the log is for (Llama 3.3 70B: llama-3.1-70b, same shapes)."""
+    gpu: SlugRef
+    nvidia_smi: Annotated[str, Meta(max_length=100_000)] | None = None
+    """Optional ``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv``."""
+    concurrency: Users = 8
+    """Users the plan must hold at once (KV tokens / context below it: the plan is short)."""
+    tensor_parallel_size: Annotated[int, Meta(ge=1, le=1024)] = 1
+    max_model_len: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    gpu_memory_utilization: Utilisation = 0.9
+    quantization: Quantization | None = None
+    """Default: what the log echoes (quantization=...), else none (16-bit)."""
+    kv_cache_dtype: KvCacheDtype = "auto"
+    block_size: int = 16
+    max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
+    max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
+    engine_version: EngineEra | None = None
+    """Default: from the version the log prints, else v1-0.11."""
+
+
+@post(
+    "/verify",
+    guards=[open_unless_required("viewer")],
+    responses=problems(400, 401, 403, 404, 413, 422),
+    summary="Check a vLLM start-up log against the plan for the configuration it echoes",
+    status_code=200,
+)
+async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) -> VerifyAnswer:
+    parsed = parse_startup_log(data.log, data.nvidia_smi)
+    model = await resolve_model(db_session, data.model, None)
+    gpu = await lookup.gpu_spec(db_session, data.gpu)
+    base = EngineConfig(
+        tensor_parallel_size=data.tensor_parallel_size,
+        max_model_len=data.max_model_len,
+        gpu_memory_utilization=data.gpu_memory_utilization,
+        kv_cache_dtype=data.kv_cache_dtype,
+        block_size=data.block_size,
+        max_num_batched_tokens=data.max_num_batched_tokens,
+        max_num_seqs=data.max_num_seqs,
+    )
+    return compare(
+        model,
+        gpu,
+        parsed,
+        base,
+        users=data.concurrency,
+        quantization=data.quantization,
+        era=data.engine_version,
+    )
+
+
+verify_handlers = [verify_endpoint]

@@ -1,0 +1,183 @@
+"""The vLLM method on /plan: the fewest GPUs of the splits on which vLLM starts and holds the
+users at once, with the two lines it will log."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.sizing.engine import (
+    EngineConfig,
+    EngineEra,
+    EnginePrediction,
+    KvCacheDtype,
+    Quantization,
+    UsageContext,
+    predict_vllm,
+)
+from service.sizing.errors import SizingError, require
+from service.sizing.formats import NumberFormat
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.parallel import tensor_parallel_problem
+
+QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
+    "bf16": "none",
+    "fp16": "none",
+    "fp8": "fp8",
+    "mxfp4": "mxfp4",
+}
+
+
+class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """vLLM's flags for ``method: "vllm"`` (null: the engine's default, which may depend on the
+    GPU; the answer says which were used)."""
+
+    max_model_len: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    """Default: the request's context_tokens."""
+    max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
+    max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
+    block_size: Literal[8, 16, 32, 64, 128, 256] = 16
+    kv_cache_dtype: KvCacheDtype | None = None
+    """Default: fp8 when the request's kv_format is fp8, else auto (the model's 16-bit)."""
+    quantization: Quantization | None = None
+    """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4)."""
+    engine_version: EngineEra = "v1-0.11"
+    usage: UsageContext = "api_server"
+    enforce_eager: bool = False
+    pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
+
+
+class VllmSplit(msgspec.Struct, frozen=True, kw_only=True):
+    tensor_parallel: int
+    starts: bool
+    holds_users: bool
+    reason: str
+    kv_cache_tokens: int
+    max_concurrency: float
+
+
+class VllmPlanAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="vllm"):
+    method: Literal["vllm"] = "vllm"
+    model: str
+    gpu: str
+    fits: bool
+    gpu_count: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    concurrency: int
+    context_tokens: int
+    kv_cache_tokens: int
+    """'GPU KV cache size: N tokens'."""
+    max_concurrency: float
+    """'Maximum concurrency for L tokens per request: X'."""
+    log_lines: list[str]
+    prediction: EnginePrediction
+    considered: list[VllmSplit]
+
+
+def engine_config(
+    options: VllmOptions,
+    tensor_parallel: int,
+    context_tokens: int,
+    utilisation: float,
+    weights: NumberFormat,
+    kv: NumberFormat,
+) -> EngineConfig:
+    quant = options.quantization
+    if quant is None:
+        if weights.slug not in QUANTIZATION_OF_FORMAT:
+            raise SizingError(
+                "weight_format",
+                f"the vLLM method loads bf16, fp16, fp8 or mxfp4 weights, not {weights.slug}",
+            )
+        quant = QUANTIZATION_OF_FORMAT[weights.slug]
+    kv_dtype = options.kv_cache_dtype or ("fp8" if kv.slug == "fp8" else "auto")
+    return EngineConfig(
+        tensor_parallel_size=tensor_parallel,
+        pipeline_parallel_size=options.pipeline_parallel_size,
+        max_model_len=options.max_model_len or context_tokens,
+        gpu_memory_utilization=utilisation,
+        block_size=options.block_size,
+        kv_cache_dtype=kv_dtype,
+        quantization=quant,
+        max_num_batched_tokens=options.max_num_batched_tokens,
+        max_num_seqs=options.max_num_seqs,
+        enforce_eager=options.enforce_eager,
+        usage=options.usage,
+        version=options.engine_version,
+    )
+
+
+def vllm_plan(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weights: NumberFormat,
+    kv: NumberFormat,
+    options: VllmOptions,
+    users: int,
+    context_tokens: int,
+    utilisation: float,
+    splits: tuple[int, ...],
+) -> VllmPlanAnswer:
+    """Try each tensor-parallel size in ``splits`` (times the pipeline stages): the fewest GPUs
+    where the engine starts and KV tokens / context >= users wins."""
+    require(bool(splits), "splits", "must name at least one GPU count")
+    considered: list[VllmSplit] = []
+    best: tuple[int, EnginePrediction] | None = None
+    last: tuple[int, EnginePrediction] | None = None
+    for tp in sorted(set(splits)):
+        problem = tensor_parallel_problem(model, tp)
+        if problem:
+            considered.append(
+                VllmSplit(
+                    tensor_parallel=tp,
+                    starts=False,
+                    holds_users=False,
+                    reason=problem,
+                    kv_cache_tokens=0,
+                    max_concurrency=0.0,
+                )
+            )
+            continue
+        config = engine_config(options, tp, context_tokens, utilisation, weights, kv)
+        p = predict_vllm(model, gpu, config)
+        holds = p.starts and p.kv_cache_tokens // p.max_model_len >= users
+        reason = (
+            p.failure
+            or f"{p.kv_cache_tokens:,} tokens hold {p.kv_cache_tokens // p.max_model_len} "
+            f"conversations of {p.max_model_len:,} tokens"
+        )
+        considered.append(
+            VllmSplit(
+                tensor_parallel=tp,
+                starts=p.starts,
+                holds_users=holds,
+                reason=reason or "",
+                kv_cache_tokens=p.kv_cache_tokens,
+                max_concurrency=p.max_concurrency,
+            )
+        )
+        last = (tp, p)
+        if holds and best is None:
+            best = (tp, p)
+    chosen = best or last
+    if chosen is None:
+        raise SizingError("splits", "no GPU count in splits can split this model")
+    tp, p = chosen
+    pp = options.pipeline_parallel_size
+    return VllmPlanAnswer(
+        model=model.slug,
+        gpu=gpu.slug,
+        fits=best is not None,
+        gpu_count=tp * pp,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        concurrency=users,
+        context_tokens=p.max_model_len,
+        kv_cache_tokens=p.kv_cache_tokens,
+        max_concurrency=p.max_concurrency,
+        log_lines=p.log_lines,
+        prediction=p,
+        considered=considered,
+    )
