@@ -1,0 +1,87 @@
+"""POST /verify and POST /plan with method vllm, in process against the migrated catalogue."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+Client = AsyncTestClient[Litestar]
+CASES = Path(__file__).resolve().parent.parent / "data" / "vllm_logs"
+
+
+def _log(case: str) -> str:
+    return "\n".join(json.loads((CASES / f"{case}.json").read_text())["log_lines"])
+
+
+async def test_verify_a_real_log(client: Client) -> None:
+    # dennislee22 A100 80GB, Qwen2 7B at utilisation 0.5 (vLLM 0.10.1.1): the log says
+    # 14.2488 GiB of weights and 464,848 KV tokens for 16,384-token requests (28 conversations).
+    body = {
+        "log": _log("dennislee-a100-qwen2-7b-util0.5"),
+        "model": "qwen2.5-7b",
+        "gpu": "a100-80gb",
+        "concurrency": 8,
+        "engine_version": "v1-0.10",  # the pasted lines do not print the version
+    }
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    assert answer["parsed"]["kv_cache_tokens"] == 464_848
+    assert answer["parsed"]["max_model_len"] == 16_384
+    assert answer["config_used"]["gpu_memory_utilization"] == 0.5
+    assert answer["config_used"]["version"] == "v1-0.10"
+    tokens = next(d for d in answer["differences"] if d["quantity"] == "kv_cache_tokens")
+    assert tokens["logged"] == 464_848
+    assert abs(tokens["relative_error"]) < 0.05
+    # 464,848 // 16,384 = 28 conversations >= 8 users: the plan holds.
+    assert answer["plan_short"] is False
+
+
+async def test_verify_says_the_plan_is_short_and_weights_doubled(client: Client) -> None:
+    # A 16-bit 8B (14.96 GiB expected) logging 29.92 GiB: twice the weights; 31,232 tokens of
+    # 20,000-token requests hold 1 conversation, fewer than 4 users.
+    log = "\n".join(
+        [
+            "Model loading took 29.92 GiB",
+            "Available KV cache memory: 3.81 GiB",
+            "GPU KV cache size: 31,232 tokens",
+            "Maximum concurrency for 20,000 tokens per request: 1.56x",
+        ]
+    )
+    body = {"log": log, "model": "llama-3.1-8b", "gpu": "h100", "concurrency": 4}
+    answer = (await client.post("/verify", json=body)).json()
+    weights = next(d for d in answer["differences"] if d["quantity"] == "weights_gib_per_gpu")
+    assert weights["severity"] == "problem" and "wrong precision" in weights["likely_cause"]
+    assert answer["plan_short"] is True
+
+
+async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None:
+    r = await client.post(
+        "/verify", json={"log": "hello\nworld", "model": "llama-3.1-8b", "gpu": "h100"}
+    )
+    assert r.status_code == 422
+    assert r.headers["content-type"].startswith("application/problem+json")
+    problem = r.json()
+    assert problem["errors"][0]["field"] == "log"
+    assert "GPU KV cache size: N tokens" in problem["errors"][0]["message"]
+
+
+async def test_plan_method_vllm(client: Client) -> None:
+    # Llama 3.1 8B on an H100, 8 users of 8,192 tokens: one GPU holds them (the budget test in
+    # tests/unit/sizing/test_engine.py works the numbers); the answer carries the two lines.
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "method": "vllm", "concurrency": 8}
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    plan = r.json()
+    assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
+    assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
+    assert any(line.startswith("GPU KV cache size: ") for line in plan["log_lines"])
+    assert plan["kv_cache_tokens"] // 8192 >= 8
+
+
+async def test_plan_method_vllm_needs_a_gpu(client: Client) -> None:
+    r = await client.post("/plan", json={"model": "llama-3.1-8b", "method": "vllm"})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "gpu"
