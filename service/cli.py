@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from service.api.compute_schemas import MatrixRequest, OffloadRequest
 from service.api.render import cost_text, matrix_csv, plans_csv
 from service.catalogue.convert import (
     gpu_price_of,
@@ -29,19 +28,30 @@ from service.catalogue.convert import (
 from service.catalogue.errors import NotFound
 from service.catalogue.lookup import KIND, closest, normalise
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer, answer_plan
-from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
+from service.plans.compute import (
+    DEFAULT_MATRIX_FORMATS,
+    MatrixRequest,
+    OffloadRequest,
+    answer_matrix,
+    answer_offload,
+)
+from service.plans.evaluate import (
+    PlanAnswer,
+    PlanRequest,
+    TrainingAnswer,
+    answer_plan,
+    model_from_config,
+)
+from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
-from service.sizing.matrix import build_matrix
-from service.sizing.offload import Offload, offload
-from service.sizing.plan import Plan, Workload
+from service.sizing.offload import Offload
+from service.sizing.plan import Plan
 from service.sizing.units import label_bytes, to_gb, to_gib
 
 COMMANDS = ("plan", "matrix", "offload")
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
-DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 
 
@@ -126,9 +136,12 @@ def local_catalogue() -> LocalCatalogue:
 def local_plan(request: PlanRequest) -> PlanAnswer | TrainingAnswer:
     """What POST /plan answers for ``request`` on the shipped catalogue."""
     cat = local_catalogue()
-    require(request.model is not None, "model", "the CLI plans catalogue models")
-    assert request.model is not None
-    model = cat.model(request.model)
+    if request.config_json is not None:
+        model = model_from_config(request.config_json)
+    else:
+        require(request.model is not None, "model", "name a catalogue model or give --config")
+        assert request.model is not None
+        model = cat.model(request.model)
     gpus = [cat.gpu(request.gpu)] if request.gpu is not None else cat.all_gpus()
     weights, kv = cat.formats_for(request.weight_format, request.kv_format)
     return answer_plan(request, model, gpus, weights, kv, cat.prices())
@@ -145,16 +158,7 @@ def local_matrix(request: MatrixRequest) -> CostedMatrix:
     kv = None
     if request.kv_format is not None:
         kv = cat.number_format(request.kv_format, "kv_format")
-        require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
-    workload = Workload(
-        concurrency=request.concurrency,
-        context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization,
-        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
-        capacity_basis=request.capacity_basis,
-        splits=tuple(request.splits),
-    )
-    return cost_matrix(build_matrix(models, formats, gpus, workload, kv), cat.prices())
+    return answer_matrix(request, models, formats, gpus, kv, cat.prices())
 
 
 def local_offload(request: OffloadRequest) -> Offload:
@@ -163,30 +167,11 @@ def local_offload(request: OffloadRequest) -> Offload:
     model = cat.model(request.model)
     gpu = cat.gpu(request.gpu)
     weights, kv = cat.formats_for(request.weight_format, request.kv_format)
+    link = None
     if request.link is not None:
         links = _rows(Interconnect, "interconnects.json")
         link = cat.links[cat.resolve(links, request.link, "link").slug]
-    elif gpu.host_link is not None:
-        link = gpu.host_link
-    else:
-        raise SizingError("link", f"{gpu.slug} has no host link in the catalogue: name one")
-    workload = Workload(
-        context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization,
-        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
-        capacity_basis=request.capacity_basis,
-    )
-    return offload(
-        model,
-        gpu,
-        weights,
-        kv,
-        link,
-        workload,
-        gpu_count=request.gpu_count,
-        batch_size=request.batch_size,
-        resident_bytes=request.resident_bytes,
-    )
+    return answer_offload(request, model, gpu, weights, kv, link)
 
 
 # --- readable tables ---------------------------------------------------------------------------
@@ -346,7 +331,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     plan = commands.add_parser("plan", help="where a model fits: fewest GPUs, spare, warnings")
-    plan.add_argument("model", help="catalogue slug, e.g. llama-3.1-70b")
+    plan.add_argument("model", nargs="?", help="catalogue slug, e.g. llama-3.1-70b")
+    plan.add_argument("--config", help="a Hugging Face config.json to plan instead of a slug")
     plan.add_argument("--gpu", help="GPU slug or alias (default: rank every GPU)")
     plan.add_argument("--format", default="bf16", help="weight format (default bf16)")
     plan.add_argument("--kv-format", help="default: 16-bit beside 16-bit weights, else fp8")
@@ -383,7 +369,13 @@ def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]
 def _request(args: argparse.Namespace) -> msgspec.Struct:
     """The request body the server would get, checked by the same Structs (bounds included)."""
     if args.command == "plan":
-        fields: dict[str, Any] = {"model": args.model, "weight_format": args.format}
+        fields: dict[str, Any] = {"weight_format": args.format}
+        if args.config:
+            if args.model:
+                raise SizingError("model", "give a catalogue model or --config, not both")
+            fields["config_json"] = _read_config(args.config)
+        else:
+            fields["model"] = args.model
         if args.gpu:
             fields["gpu"] = args.gpu
         if args.kv_format:
@@ -411,6 +403,17 @@ def _request(args: argparse.Namespace) -> msgspec.Struct:
     if args.resident_bytes is not None:
         fields["resident_bytes"] = args.resident_bytes
     return msgspec.convert({**fields, **_workload(args, users=False)}, OffloadRequest)
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        loaded = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise SizingError("config", f"cannot read {path}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise SizingError("config", f"{path} does not hold a JSON object")
+    loaded.setdefault("_name_or_path", Path(path).stem)  # name the plan after the file
+    return loaded
 
 
 def _remote(args: argparse.Namespace, request: msgspec.Struct) -> Any:

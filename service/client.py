@@ -22,8 +22,8 @@ import httpx
 import msgspec
 
 from service.api.catalogue_schemas import GpuBody, GpuPage, ModelBody, ModelPage
-from service.api.compute_schemas import MatrixRequest, OffloadRequest
 from service.api.problems import Problem
+from service.plans.compute import MatrixRequest, OffloadRequest
 from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload

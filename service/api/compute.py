@@ -13,7 +13,6 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Sche
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.compute_schemas import MatrixRequest, OffloadRequest
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.api.render import (
@@ -25,6 +24,13 @@ from service.api.render import (
 )
 from service.catalogue import lookup
 from service.catalogue.prices import gpu_prices
+from service.plans.compute import (
+    DEFAULT_MATRIX_FORMATS,
+    MatrixRequest,
+    OffloadRequest,
+    answer_matrix,
+    answer_offload,
+)
 from service.plans.evaluate import (
     PlanAnswer,
     PlanRequest,
@@ -32,18 +38,13 @@ from service.plans.evaluate import (
     evaluate_plan,
     resolve_formats,
 )
-from service.sizing.cost import cost_matrix
-from service.sizing.errors import SizingError, require
-from service.sizing.matrix import build_matrix
-from service.sizing.offload import Offload, offload
-from service.sizing.plan import Workload
+from service.sizing.offload import Offload
 from service.verify.plan import VllmPlanAnswer
 
 Session = NamedDependency[AsyncSession]
 OPEN = [open_unless_required("viewer")]
 COMPUTE_ERRORS = problems(400, 401, 403, 404, 413, 422)
 MARKDOWN, CSV, JSON = "text/markdown", "text/csv", "application/json"
-DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 
 
 def _also_served_as(*media_types: str) -> type[Operation]:
@@ -108,16 +109,7 @@ async def _matrix(
     kv = None
     if data.kv_format is not None:
         kv = await lookup.number_format(session, data.kv_format, "kv_format")
-        require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
-    workload = Workload(
-        concurrency=data.concurrency,
-        context_tokens=data.context_tokens,
-        gpu_memory_utilization=data.gpu_memory_utilization,
-        overhead_bytes_per_gpu=data.overhead_bytes_per_gpu,
-        capacity_basis=data.capacity_basis,
-        splits=tuple(data.splits),
-    )
-    m = cost_matrix(build_matrix(models, formats, gpus, workload, kv), await gpu_prices(session))
+    m = answer_matrix(data, models, formats, gpus, kv, await gpu_prices(session))
     wanted = _wants(request, MARKDOWN, CSV)
     if wanted == MARKDOWN:
         return Response(matrix_markdown(m), media_type=MARKDOWN)
@@ -193,29 +185,8 @@ async def offload_endpoint(
     model = await lookup.model_spec(db_session, data.model)
     gpu = await lookup.gpu_spec(db_session, data.gpu)
     weights, kv = await resolve_formats(db_session, data.weight_format, data.kv_format)
-    if data.link is not None:
-        link = await lookup.link_spec(db_session, data.link)
-    elif gpu.host_link is not None:
-        link = gpu.host_link
-    else:
-        raise SizingError("link", f"{gpu.slug} has no host link in the catalogue: name one")
-    workload = Workload(
-        context_tokens=data.context_tokens,
-        gpu_memory_utilization=data.gpu_memory_utilization,
-        overhead_bytes_per_gpu=data.overhead_bytes_per_gpu,
-        capacity_basis=data.capacity_basis,
-    )
-    answer = offload(
-        model,
-        gpu,
-        weights,
-        kv,
-        link,
-        workload,
-        gpu_count=data.gpu_count,
-        batch_size=data.batch_size,
-        resident_bytes=data.resident_bytes,
-    )
+    link = await lookup.link_spec(db_session, data.link) if data.link is not None else None
+    answer = answer_offload(data, model, gpu, weights, kv, link)
     if _wants(request, MARKDOWN) == MARKDOWN:
         return Response(offload_markdown(answer), media_type=MARKDOWN)  # type: ignore[arg-type]
     return Response(answer)

@@ -124,6 +124,12 @@ class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
     options: list["TrainingAnswer"] = msgspec.field(default_factory=list)
 
 
+def model_from_config(config_json: dict[str, Any]) -> ModelSpec:
+    """An inline config.json as a plannable spec, named after its ``_name_or_path``."""
+    name = str(config_json.get("_name_or_path") or "imported-model")
+    return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
+
+
 async def resolve_model(
     session: AsyncSession,
     slug: str | None,
@@ -144,8 +150,7 @@ async def resolve_model(
     if inline is not None:
         return validate_model(inline, field="model_spec")
     if config_json is not None:
-        name = str(config_json.get("_name_or_path") or "imported-model")
-        return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
+        return model_from_config(config_json)
     assert slug is not None
     return await lookup.model_spec(session, slug)
 

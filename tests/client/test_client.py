@@ -250,3 +250,19 @@ async def test_both_clients_agree(base_url: str) -> None:
     async with AsyncPlannerClient(base_url) as planner:
         async_answer = await planner.plan(**SIX_STEP)
     assert await asyncio.to_thread(sync_plan) == async_answer
+
+
+def test_the_cli_plans_a_config_json_locally_and_remotely_alike(
+    base_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # gpt-oss-120b as published, in MXFP4 on one H100: 65,248,815,744 B of weights and
+    # 8 x (18,432 x 8,192 + 18,432 x 128) = 1,226,833,920 B of FP8 KV in 68 GB.
+    config = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "gpt-oss-120b.json"
+    argv = ["plan", "--config", str(config), "--gpu", "h100", "--format", "mxfp4"]
+    local = cli_json(capsys, *argv)
+    assert local == cli_json(capsys, *argv, "--url", base_url)
+    assert local["model"] == "gpt-oss-120b"  # named after the file
+    assert local["weights_bytes"] == 65_248_815_744
+    assert local["spare_bytes"] == 68 * 10**9 - 65_248_815_744 - 1_226_833_920
+    assert main(["plan", "llama-3.1-70b", "--config", str(config)]) == 2
+    assert "not both" in capsys.readouterr().err
