@@ -55,8 +55,9 @@ SAMPLER_FACTOR: dict[EngineEra, float] = {"v1-0.10": 2.87, "v1-0.11": 9.71, "v1-
 """V1 activation peak = factor x max_num_seqs x vocab x 4 B (the dummy sampler pass over fp32
 logits dominates the profile). 9.71: least squares over the llm-d H100 table (Llama 3.1 8B 4.76,
 Qwen3 32B 5.64, gpt-oss-20b 7.38, Llama 3.3 70B 4.84 GiB; the table's gpt-oss-120b row is left
-out: its own numbers do not add up, 71.26 - 64.38 - 7.38 - 0.13 is not its 3.33 GiB of KV). 2.87: the dennislee22 A100 Qwen2 7B
-log at utilisation 0.5 (0.55 GiB of activation plus non-torch)."""
+out: its own numbers do not add up, 71.26 - 64.38 - 7.38 - 0.13 is not its 3.33 GiB of KV).
+2.87: the dennislee22 A100 Qwen2 7B log at utilisation 0.5 (0.55 GiB of activation plus
+non-torch)."""
 V0_ACTIVATION_BASE_BYTES = 575_000_000
 V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 21.6
 """V0 activation peak = 0.536 GiB + 21.6 B x max_num_batched_tokens x hidden: least squares over
@@ -243,9 +244,10 @@ def _gib(n: int) -> float:
 
 
 def predict_vllm(
-    model: ModelSpec, gpu: GpuSpec, config: EngineConfig = EngineConfig()
+    model: ModelSpec, gpu: GpuSpec, config: EngineConfig | None = None
 ) -> EnginePrediction:
     """What vLLM will log at start-up for this model on ``gpu`` with ``config``."""
+    config = config or EngineConfig()
     validate_model(model)
     tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
     require(1 <= tp <= 1024, "tensor_parallel_size", "must be between 1 and 1024")
