@@ -35,7 +35,7 @@ from service.api.catalogue_schemas import (
 from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
-from service.catalogue.hf_config import ImportedModel, import_config
+from service.catalogue.hf_config import ImportDetails, ImportedModel, import_config
 from service.catalogue.lookup import KIND, closest, resolve
 from service.catalogue.repositories import REPOSITORIES
 from service.catalogue.tables import SLUG_LENGTH, Format, Gpu, Interconnect, Model
@@ -374,17 +374,8 @@ class ModelController(Controller):
     ) -> ModelImportAnswer:
         imported = import_config(data.config_json, data.slug, data.index_json)
         row = await _create(db_session, Model, _check_model(_imported_body(data, imported)))
-        return ModelImportAnswer(
-            model=_answer(row, ModelBody),
-            model_type=imported.model_type,
-            params=imported.params,
-            vision_params=imported.vision_params,
-            mtp_params=imported.mtp_params,
-            checkpoint=imported.checkpoint,
-            index_total_size_bytes=imported.index_total_size_bytes,
-            checkpoint_difference_bytes=imported.checkpoint_difference_bytes,
-            notes=imported.notes,
-        )
+        details = {f: getattr(imported, f) for f in ImportDetails.__struct_fields__}
+        return ModelImportAnswer(model=_answer(row, ModelBody), **details)
 
     @put(
         "/{slug:str}",

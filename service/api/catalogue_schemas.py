@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from service.sizing.params import ParamCount
-from service.sizing.weights import CheckpointBytes
+from service.catalogue.hf_config import ImportDetails
 
 # PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in the database.
 _NO_NUL = r"^[^\x00]*$"
@@ -191,13 +190,5 @@ class ModelImportBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sources: Sources = []
 
 
-class ModelImportAnswer(msgspec.Struct, frozen=True, kw_only=True):
+class ModelImportAnswer(ImportDetails, frozen=True, kw_only=True):
     model: ModelBody
-    model_type: str
-    params: ParamCount
-    vision_params: int
-    mtp_params: int
-    checkpoint: CheckpointBytes
-    index_total_size_bytes: int | None
-    checkpoint_difference_bytes: int | None
-    notes: list[str]

@@ -35,10 +35,10 @@ ALL_LINEAR_BUT_ROUTER: frozenset[LinearKind] = frozenset(
 )
 
 
-class ImportedModel(msgspec.Struct, frozen=True, kw_only=True):
+class ImportDetails(msgspec.Struct, frozen=True, kw_only=True):
+    """What an import found besides the spec (also the answer of POST /models/import)."""
+
     model_type: str
-    spec: ModelSpec
-    """Ready to plan; a quantised checkpoint sets checkpoint_format and checkpoint_bytes."""
     params: ParamCount
     vision_params: int
     """Vision tower and projector of a multimodal wrapper (0 for text models); in total_params."""
@@ -49,6 +49,11 @@ class ImportedModel(msgspec.Struct, frozen=True, kw_only=True):
     checkpoint_difference_bytes: int | None
     """index total_size - computed checkpoint bytes (headers and buffers make a small rest)."""
     notes: list[str]
+
+
+class ImportedModel(ImportDetails, frozen=True, kw_only=True):
+    spec: ModelSpec
+    """Ready to plan; a quantised checkpoint sets checkpoint_format and checkpoint_bytes."""
 
 
 class _Config:
