@@ -1,6 +1,7 @@
 """One Settings Struct, read from environment variables. Only create_app and the CLI read it."""
 
 import os
+import re
 from pathlib import Path
 
 import msgspec
@@ -44,6 +45,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         }
         # msgspec converts "8000" -> 8000 and "true"/"1" -> True with strict=False.
         return msgspec.convert(raw, cls, strict=False)
+
+    def __repr__(self) -> str:
+        """Never show secrets: the signing secret, and a password inside the database URL."""
+        shown = {
+            name: getattr(self, name)
+            for name in self.__struct_fields__
+            if name not in ("slack_signing_secret", "database_url")
+        }
+        url = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", self.database_url)
+        secret = "***" if self.slack_signing_secret else ""
+        fields = ", ".join(f"{k}={v!r}" for k, v in shown.items())
+        return f"Settings(database_url={url!r}, slack_signing_secret={secret!r}, {fields})"
 
     @property
     def is_default_sqlite(self) -> bool:
