@@ -73,7 +73,13 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     weights_cases: int
     failures_ok: int
     failure_cases: int
+    false_failures: int
+    """Cases that started but are predicted to fail (each is also a KV-token miss)."""
     meets_bar: bool
+    """The issue's bar: KV tokens within 5% in >= 90% of the cases that log or imply tokens,
+    weights within 1% in every case that logs them, every logged failure predicted as one. A
+    started case predicted to fail counts as a KV-token miss (predicted 0 tokens), so it is
+    inside the 90%, and is also reported on its own as false_failures."""
 
 
 def era_of(version: str) -> EngineEra:
@@ -180,11 +186,12 @@ def report(directory: Path = CASES_DIR) -> Report:
     tokens_within = sum(1 for r in tok if abs(r.tokens_error or 0) <= TOKENS_TOLERANCE)
     weights_within = sum(1 for r in wts if abs(r.weights_error or 0) <= WEIGHTS_TOLERANCE)
     failures_ok = sum(1 for r in fails if r.failure_ok)
+    false_failures = sum(1 for r in results if not r.logged_failed and r.predicted_failed)
     meets = (
         bool(tok)
         and tokens_within >= BAR * len(tok)
         and weights_within == len(wts)
-        and all(r.failure_ok for r in results)
+        and failures_ok == len(fails)
     )
     return Report(
         cases=results,
@@ -194,6 +201,7 @@ def report(directory: Path = CASES_DIR) -> Report:
         weights_cases=len(wts),
         failures_ok=failures_ok,
         failure_cases=len(fails),
+        false_failures=false_failures,
         meets_bar=meets,
     )
 
@@ -221,7 +229,8 @@ def render(rep: Report) -> str:
     rows.append(
         f"KV tokens within 5%: {rep.tokens_within}/{rep.tokens_cases}; weights within 1%: "
         f"{rep.weights_within}/{rep.weights_cases}; failures predicted: "
-        f"{rep.failures_ok}/{rep.failure_cases}; bar (90% / all / all) met: "
+        f"{rep.failures_ok}/{rep.failure_cases}; started but predicted to fail: "
+        f"{rep.false_failures}; bar (90% / all / all) met: "
         f"{'yes' if rep.meets_bar else 'no'}"
     )
     return "\n".join(rows)

@@ -19,7 +19,8 @@ What is exact here: the page and block arithmetic, the log lines' formulas, the 
 What is FITTED (documented constants below, fitted on the real logs in tests/data/vllm_logs,
 reported case by case by ``python -m service accuracy``): the torch-visible total per GPU, the
 activation peak and the non-torch memory. Weights as loaded follow the checkpoint's layout
-(16-bit, FP8 linear layers, MXFP4 experts with vLLM's padded per-rank expert width).
+(16-bit, FP8 linear layers, MXFP4 experts in the padded per-rank layout of the MoE backend
+vLLM picks: Marlin, triton_kernels or FlashInfer; see ``mxfp4_expert_bytes``).
 """
 
 from typing import Literal
@@ -72,9 +73,11 @@ NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
 CUDA_GRAPH_ESTIMATE_BYTES = 536_870_912
 """v1-cudagraph only: 0.50 GiB, the 'Graph capturing finished ... took 0.50 GiB' of the
 dennislee22 A100 logs (an estimate: no log of an engine that counts it was collected)."""
-MXFP4_EXPERT_PAD = 256
-"""vLLM's MXFP4 MoE layers pad each rank's expert width to a multiple of 256 (gpt-oss: 2880 ->
-3072 at TP 1); weights as loaded then match the logs to 0.2% at TP 1."""
+Mxfp4Backend = Literal["auto", "marlin", "triton", "flashinfer-trtllm"]
+"""How vLLM lays out MXFP4 experts (``vllm/model_executor/layers/quantization/mxfp4.py``,
+``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``); see
+``mxfp4_expert_bytes``. auto: the backend vLLM picks for the GPU and engine era."""
+HOPPER_SLUGS = ("h100", "h200", "gh200")
 
 
 class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +92,7 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     quantization: Quantization = "none"
     """none: 16-bit weights; fp8: FP8 linear layers (embedding and LM head stay 16-bit);
     mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit."""
+    mxfp4_backend: Mxfp4Backend = "auto"
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
@@ -190,15 +194,84 @@ def _embedding_params(model: ModelSpec) -> int:
     return model.vocab_size * model.hidden_size
 
 
-def _expert_params(model: ModelSpec, width: int) -> int:
-    """Routed experts' gate, up and down projections at an expert width of ``width``."""
-    moe_layers = model.layers
-    return moe_layers * model.experts * 3 * model.hidden_size * width
+def _round_up(n: int, multiple: int) -> int:
+    return ceil_div(n, multiple) * multiple
 
 
-def loaded_weight_bytes(model: ModelSpec, quantization: Quantization, tensor_parallel: int) -> int:
+def mxfp4_backend_for(gpu: GpuSpec, version: EngineEra) -> Mxfp4Backend:
+    """The MoE backend vLLM selects for MXFP4 experts (``get_mxfp4_backend`` in
+    ``vllm/model_executor/layers/quantization/mxfp4.py``, read at vllm-project/vllm 007d5005):
+    FlashInfer TRT-LLM on Blackwell (SM100, FlashInfer installed, the default there); the
+    triton_kernels path on Hopper only when triton_kernels and torch >= 2.8.0 are present,
+    which the 0.10.0 / 0.10.1 wheels (torch 2.7.1) are not: the H100 log of vLLM issue #23278
+    (0.10.1) prints marlin_utils_fp4's "Weight-only FP4 compression will be used leveraging the
+    Marlin kernel"; Marlin on everything below SM90 (A100, L40S, RTX 4090) and as the
+    fallback."""
+    if gpu.fp4 and version not in ("v0", "v1-0.10"):
+        return "flashinfer-trtllm"
+    if gpu.slug.startswith(HOPPER_SLUGS) and version not in ("v0", "v1-0.10"):
+        return "triton"
+    return "marlin"
+
+
+def mxfp4_expert_bytes(model: ModelSpec, tensor_parallel: int, backend: Mxfp4Backend) -> int:
+    """Bytes of one rank's MXFP4 experts as vLLM holds them after loading.
+
+    From ``Mxfp4MoEMethod.create_weights`` (vllm-project/vllm 007d5005, the same branches as the
+    0.10.1-0.14 releases): each rank gets ``intermediate_size // tp`` of every expert, then pads
+    it. Per expert: ``w13_weight`` (2 I_pad x H_pad / 2 bytes, two FP4 values a byte),
+    ``w13_weight_scale`` (2 I_pad x H_pad / 32, one E8M0 byte per 32 values), ``w13_bias``
+    (2 I_pad), ``w2_weight`` (H_pad x I_pad / 2), ``w2_weight_scale`` (H_pad x I_pad / 32),
+    ``w2_bias`` (H_pad).
+
+    * marlin: I_pad = round_up(I, 128), H_pad = round_up(H, 256) ("the moe marlin kernel
+      requires n % 256 == 0 and k % 128 == 0"); ``prepare_moe_fp4_layer_for_marlin``
+      (``utils/marlin_utils_fp4.py``) repacks the weights (same bytes), turns the scales back
+      into 1-byte E8M0 and the biases into bf16, replacing each parameter.
+    * triton (Hopper): I_pad = round_up(I, 64), H unpadded. ``process_weights_after_loading``
+      makes the biases fp32, swizzles weights and scales with ``_swizzle_mxfp4``
+      (``utils/mxfp4_utils.py``) and deletes only ``w13_weight`` / ``w2_weight``: the
+      checkpoint-layout scale parameters stay on the layer beside the swizzled copies held in
+      the precision configs. The swizzled scales follow triton_kernels'
+      ``HopperMXScaleLayout`` (``tensor_details/layout_details/hopper_scale.py``): the
+      non-block dimension padded to 2 x num_warps x 2 x 8 = 256 (vLLM passes num_warps 8), the
+      block dimension to even. (With torch < 2.8.1 on Hopper ``_swizzle_mxfp4`` falls back to
+      StridedLayout views and the second copy does not exist; the two H100 triton logs
+      collected both show the swizzled figure.)
+    * flashinfer-trtllm (Blackwell): I_pad = H_pad = round_up(., 256); shuffled weights and
+      scales replace the originals, biases become fp32. No log collected: unverified.
+    """
+    tp = tensor_parallel
+    width = model.intermediate_size // tp
+    hidden = model.hidden_size
+    if backend == "marlin":
+        i_pad, h_pad, bias_bytes = _round_up(width, 128), _round_up(hidden, 256), 2
+    elif backend == "flashinfer-trtllm":
+        i_pad, h_pad, bias_bytes = _round_up(width, 256), _round_up(hidden, 256), 4
+    else:
+        i_pad, h_pad, bias_bytes = _round_up(width, 64), hidden, 4
+    per_expert = (
+        2 * i_pad * h_pad // 2  # w13_weight
+        + 2 * i_pad * h_pad // 32  # w13_weight_scale
+        + h_pad * i_pad // 2  # w2_weight
+        + h_pad * i_pad // 32  # w2_weight_scale
+        + (2 * i_pad + h_pad) * bias_bytes  # w13_bias, w2_bias
+    )
+    if backend == "triton":
+        per_expert += _round_up(2 * i_pad, 256) * _round_up(h_pad // 32, 2)  # swizzled w13 scale
+        per_expert += _round_up(h_pad, 256) * _round_up(i_pad // 32, 2)  # swizzled w2 scale
+    return model.layers * model.experts * per_expert
+
+
+def loaded_weight_bytes(
+    model: ModelSpec,
+    quantization: Quantization,
+    tensor_parallel: int,
+    mxfp4_backend: Mxfp4Backend = "triton",
+) -> int:
     """Weights on one rank as the engine loads them (vocab-parallel embedding and LM head, every
-    matrix sliced by TP; norms are negligible)."""
+    matrix sliced by TP; norms are negligible). MXFP4: the experts as ``mxfp4_expert_bytes``
+    lays them out (``mxfp4_backend`` must be resolved, not auto), the rest 16-bit."""
     tp = tensor_parallel
     if quantization == "none":
         return ceil_div(model.total_params * 2, tp)
@@ -208,11 +281,12 @@ def loaded_weight_bytes(model: ModelSpec, quantization: Quantization, tensor_par
     require(
         model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model"
     )
-    logical = _expert_params(model, model.intermediate_size)
-    per_rank_width = ceil_div(model.intermediate_size, tp)
-    padded_width = ceil_div(per_rank_width, MXFP4_EXPERT_PAD) * MXFP4_EXPERT_PAD
-    experts = ceil_div(_expert_params(model, padded_width) * 17, 32)  # 4.25 bits per value
-    return experts + ceil_div((model.total_params - logical) * 2, tp)
+    require(mxfp4_backend != "auto", "mxfp4_backend", "resolve auto with mxfp4_backend_for")
+    h, i = model.hidden_size, model.intermediate_size
+    # Logical expert parameters (gate/up/down and their biases) leave the 16-bit remainder.
+    logical = model.layers * model.experts * (3 * h * i + 2 * i + h)
+    rest = ceil_div((model.total_params - logical) * 2, tp)
+    return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest
 
 
 def _layer_bytes_per_token(model: ModelSpec, kind: LayerType, tp: int, dtype_bytes: int) -> int:
@@ -267,7 +341,14 @@ def predict_vllm(
     notes: list[str] = [f"Defaults: {d.rule}."]
 
     usable = int(total * config.gpu_memory_utilization)
-    weights = ceil_div(loaded_weight_bytes(model, config.quantization, tp), pp)
+    backend = (
+        mxfp4_backend_for(gpu, config.version)
+        if config.mxfp4_backend == "auto"
+        else config.mxfp4_backend
+    )
+    weights = ceil_div(loaded_weight_bytes(model, config.quantization, tp, backend), pp)
+    if config.quantization == "mxfp4":
+        notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     if config.version == "v0":
         activation = V0_ACTIVATION_BASE_BYTES + int(
             V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size

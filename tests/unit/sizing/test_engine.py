@@ -8,11 +8,17 @@ import msgspec
 import pytest
 
 from service.accuracy import report
-from service.sizing.engine import EngineConfig, kv_groups, loaded_weight_bytes, predict_vllm
+from service.sizing.engine import (
+    EngineConfig,
+    kv_groups,
+    loaded_weight_bytes,
+    mxfp4_backend_for,
+    predict_vllm,
+)
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from tests.unit.sizing.specs import LLAMA_8B, LLAMA_70B
+from tests.unit.sizing.specs import GPT_OSS_120B, LLAMA_8B, LLAMA_70B
 
 GIB = 2**30
 H100 = GpuSpec(
@@ -41,6 +47,44 @@ def test_weights_as_loaded() -> None:
     # (70,553,706,496 - 2,101,346,304) x 1 + 2,101,346,304 x 2 = 72,655,052,800 B (67.66 GiB;
     # the llm-d log says 67.72).
     assert loaded_weight_bytes(LLAMA_70B, "fp8", 1) == 72_655_052_800
+
+
+# gpt-oss-120b outside the experts, kept 16-bit: 116,829,156,672 params less the logical experts
+# 36 x 128 x (3 x 2,880 x 2,880 + 2 x 2,880 + 2,880) = 114,701,598,720 -> 2,127,557,952 params,
+# 4,255,115,904 B at TP 1 and 1,063,778,976 B at TP 4.
+
+
+def test_mxfp4_marlin_layout_pads_per_rank() -> None:
+    # Marlin at TP 4 (vLLM mxfp4.py): I = 2,880 / 4 = 720 -> round_up(720, 128) = 768;
+    # H = round_up(2,880, 256) = 3,072. Per expert: w13 2 x 768 x 3,072 / 2 = 2,359,296;
+    # its scales 1,536 x 96 = 147,456; w2 3,072 x 384 = 1,179,648; its scales 3,072 x 24 =
+    # 73,728; bf16 biases (1,536 + 3,072) x 2 = 9,216 -> 3,769,344 B. x 128 x 36 =
+    # 17,369,137,152; + 1,063,778,976 = 18,432,916,128 B = 17.167 GiB (the A100 log: 17.2217).
+    assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 4, "marlin") == 18_432_916_128
+    # Marlin at TP 1: I = round_up(2,880, 128) = 2,944, H = 3,072. Per expert:
+    # 2,944 x 3,072 = 9,043,968 + 5,888 x 96 = 565,248 + 3,072 x 1,472 = 4,521,984
+    # + 3,072 x 92 = 282,624 + (5,888 + 3,072) x 2 = 17,920 -> 14,431,744 B; x 4,608 experts
+    # = 66,501,476,352; + 4,255,115,904 = 70,756,592,256 B = 65.897 GiB (issue #23278: 65.9651).
+    assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 1, "marlin") == 70_756_592_256
+
+
+def test_mxfp4_triton_layout_keeps_both_scale_copies() -> None:
+    # triton_kernels on Hopper: I = round_up(2,880, 64) = 2,880, H unpadded. Per expert:
+    # w13 5,760 x 1,440 = 8,294,400; its scales 5,760 x 90 = 518,400; w2 2,880 x 1,440 =
+    # 4,147,200; its scales 2,880 x 90 = 259,200; fp32 biases 8,640 x 4 = 34,560; swizzled
+    # scales padded to 256 rows: 5,888 x 90 = 529,920 and 3,072 x 90 = 276,480
+    # -> 14,060,160 B; x 4,608 = 64,789,217,280; + 4,255,115,904 = 69,044,333,184 B
+    # = 64.30 GiB (two H100 logs: 64.38).
+    assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 1, "triton") == 69_044_333_184
+
+
+def test_mxfp4_backend_follows_gpu_and_version() -> None:
+    a100 = GpuSpec(slug="a100-80gb", memory_bytes=80 * 10**9, hbm_bytes_per_s=2 * 10**12)
+    assert mxfp4_backend_for(a100, "v1-0.11") == "marlin"
+    assert mxfp4_backend_for(H100, "v1-0.10") == "marlin"  # 0.10.1 wheels: torch 2.7.1
+    assert mxfp4_backend_for(H100, "v1-0.11") == "triton"
+    p = predict_vllm(GPT_OSS_120B, a100, EngineConfig(quantization="mxfp4", tensor_parallel_size=4))
+    assert p.per_gpu.weights_bytes == 18_432_916_128
 
 
 def test_llama_8b_on_80_gib_budget_and_lines() -> None:
@@ -88,24 +132,24 @@ def test_bad_flags_name_the_field() -> None:
 
 def test_accuracy_on_collected_logs_is_what_it_is() -> None:
     # The true current accuracy on tests/data/vllm_logs (python -m service accuracy prints it):
-    # KV tokens within 5% in 10 of 11 cases that log or imply tokens, every failure predicted,
-    # weights within 1% in 13 of 15 (gpt-oss-120b MXFP4 at TP 4 on A100 and under vLLM 0.10.1
-    # on H100 load differently from the padded layout modelled).
+    # KV tokens within 5% in 10 of 11 cases that log or imply tokens (the miss: the llm-d
+    # gpt-oss-120b row, whose own numbers do not add up, predicted not to start), every one of
+    # the 6 logged failures predicted, weights within 1% in all 16 cases that log them.
     rep = report()
     assert (rep.tokens_within, rep.tokens_cases) == (10, 11)
-    assert (rep.failures_ok, rep.failure_cases) == (5, 5)
-    assert (rep.weights_within, rep.weights_cases) == (13, 15)
-    assert rep.tokens_within >= 0.9 * rep.tokens_cases
+    assert (rep.failures_ok, rep.failure_cases) == (6, 6)
+    assert rep.false_failures == 1
+    assert (rep.weights_within, rep.weights_cases) == (16, 16)
 
 
-@pytest.mark.xfail(
-    reason="The issue's bar also asks weights within 1% on every case: two gpt-oss-120b MXFP4 "
-    "logs (TP 4 on A100, vLLM 0.10.1 on H100) load 2-6% more than the padded layout modelled; "
-    "no log shows that layout, so it is not faked.",
-    strict=True,
-)
 def test_accuracy_bar() -> None:
-    assert report().meets_bar
+    # The issue's bar: >= 90% of KV-token cases within 5% (10 / 11 = 91%), weights within 1%
+    # everywhere, every logged failure predicted as a failure.
+    rep = report()
+    assert rep.tokens_within >= 0.9 * rep.tokens_cases
+    assert rep.weights_within == rep.weights_cases
+    assert rep.failures_ok == rep.failure_cases
+    assert rep.meets_bar
 
 
 def test_mla_page_is_one_latent_replicated() -> None:
