@@ -39,11 +39,9 @@ from prometheus_client.exposition import generate_latest
 
 from service.api.problems import PROBLEM_JSON, Problem
 from service.catalogue.cache import CatalogueCache
-from service.catalogue.lookup import serving_cache
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SANE_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
-COMPUTE_PATHS = frozenset({"/plan", "/matrix", "/offload", "/chatops/slack"})
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CATALOGUE_PATHS = ("/gpus", "/interconnects", "/models", "/formats")
 UNMATCHED = "<unmatched>"
@@ -278,12 +276,7 @@ class RequestMiddleware:
                     self.metrics.rate_limited.inc()
                     await _too_many_requests(scope, send_with_id, wait, request_id)
                     return
-            token = serving_cache.set(self.cache) if path in COMPUTE_PATHS else None
-            try:
-                await self.app(scope, receive, send_with_id)
-            finally:
-                if token is not None:
-                    serving_cache.reset(token)
+            await self.app(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
             route = str(scope.get("path_template") or route)

@@ -18,6 +18,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Requ
 from litestar.params import HeaderParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.problems import problem_response, problems
 from service.chatops import run, signature
 from service.chatops.slack import SlackMessage
@@ -72,6 +73,7 @@ TimestampHeader = Annotated[
 
 @post(
     "/chatops/slack",
+    middleware=CACHED_CATALOGUE,
     status_code=200,
     tags=["chatops"],
     summary="Answer a Slack slash command (plan, matrix, offload, gpus, models, help)",

@@ -13,6 +13,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Sche
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.api.render import (
@@ -68,6 +69,7 @@ def _wants(request: Request[Any, Any, Any], *offered: str) -> str:
 
 @post(
     "/plan",
+    middleware=CACHED_CATALOGUE,
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Where does this model fit, on how many GPUs, with how much room left",
@@ -129,6 +131,7 @@ QuerySlugs = Annotated[
 
 @get(
     "/matrix",
+    middleware=CACHED_CATALOGUE,
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Fewest GPUs for each model and format on each GPU (the seeds' matrix)",
@@ -159,6 +162,7 @@ async def matrix_get(
 
 @post(
     "/matrix",
+    middleware=CACHED_CATALOGUE,
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="The matrix for chosen models, formats, GPUs and workload",
@@ -173,6 +177,7 @@ async def matrix_post(
 
 @post(
     "/offload",
+    middleware=CACHED_CATALOGUE,
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="How fast a model runs with part of its weights in CPU memory",

@@ -14,6 +14,7 @@ from litestar.params import JSONBody
 from msgspec import Meta
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.catalogue import lookup
@@ -51,6 +52,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 @post(
     "/verify",
+    middleware=CACHED_CATALOGUE,
     guards=[open_unless_required("viewer")],
     responses=problems(400, 401, 403, 404, 413, 422),
     summary="Check a vLLM start-up log against the plan for the configuration it echoes",

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 
 serving_cache: ContextVar["CatalogueCache | None"] = ContextVar("serving_cache", default=None)
-"""Set (by service.observability, for /plan, /matrix and /offload only) to the app's in-memory
+"""Set (by service.api.cached_catalogue, for the handlers that compute) to the app's in-memory
 catalogue cache: the spec lookups below then answer from its snapshot and never touch the
 database, so computations keep working while it is down. Saved plans and the catalogue endpoints
 leave it unset and read the database (a saved plan must store exactly the rows it used)."""
