@@ -10,6 +10,11 @@ class SizingError(ValueError):
         self.message = message
 
 
+class NoValidSplit(SizingError):
+    """None of the allowed GPU counts can split this model on this GPU (heads that do not
+    divide, more stages than layers): a statement about the pair, not bad input."""
+
+
 def require(condition: bool, field: str, message: str) -> None:
     """Raise a SizingError naming ``field`` unless ``condition`` holds."""
     if not condition:

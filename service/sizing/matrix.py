@@ -11,11 +11,16 @@ from collections.abc import Sequence
 
 import msgspec
 
-from service.sizing.errors import SizingError
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import AMBER_BELOW, Status, Workload, plan, validate_workload
+from service.sizing.plan import (
+    AMBER_BELOW,
+    Status,
+    Workload,
+    plan_if_splittable,
+    validate_workload,
+)
 from service.sizing.weights import model_weight_bytes
 
 MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
@@ -57,12 +62,7 @@ def matrix_cell(
     kv_format: NumberFormat,
     workload: Workload,
 ) -> MatrixCell:
-    try:
-        p = plan(model, gpu, weight_format, kv_format, workload)
-    except SizingError as exc:
-        if exc.field != "splits":
-            raise
-        p = None
+    p = plan_if_splittable(model, gpu, weight_format, kv_format, workload)
     if p is None or not p.fits:
         return MatrixCell(
             gpu=gpu.slug,

@@ -11,12 +11,17 @@ With several GPUs, each holds and streams its own slice over its own link, in pa
 
 import msgspec
 
-from service.sizing.errors import SizingError, require
+from service.sizing.errors import require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec
-from service.sizing.plan import Workload, budget_bytes_per_gpu, plan, validate_inputs
+from service.sizing.plan import (
+    Workload,
+    budget_bytes_per_gpu,
+    plan_if_splittable,
+    validate_inputs,
+)
 from service.sizing.weights import model_weight_bytes
 
 
@@ -118,18 +123,8 @@ def fully_resident(
 ) -> FullyResident:
     """The fewest GPUs that hold the model for ``batch_size`` conversations, and its speed:
     per-GPU weight slice / HBM bandwidth (the seed's four H100s at about 10.5 ms)."""
-    try:
-        p = plan(
-            model,
-            gpu,
-            weight_format,
-            kv_format,
-            msgspec.structs.replace(workload, concurrency=batch_size),
-        )
-    except SizingError as exc:
-        if exc.field != "splits":
-            raise
-        p = None
+    batch = msgspec.structs.replace(workload, concurrency=batch_size)
+    p = plan_if_splittable(model, gpu, weight_format, kv_format, batch)
     if p is None or not p.fits:
         return FullyResident(
             gpu_count=None, weights_bytes_per_gpu=None, s_per_step=None, tokens_per_s=None

@@ -15,7 +15,7 @@ import msgspec
 
 from service.sizing import advice
 from service.sizing.advice import PlanWarning
-from service.sizing.errors import SizingError, require
+from service.sizing.errors import NoValidSplit, SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import CapacityBasis, GpuSpec, validate_gpu
 from service.sizing.kv import kv_bytes_per_token, kv_shape
@@ -437,8 +437,23 @@ def plan(
         )
     if last is None:
         reasons = "; ".join(f"{a.gpu_count}: {a.reason}" for a in considered)
-        raise SizingError("splits", f"no allowed GPU count can split {model.slug}: {reasons}")
+        raise NoValidSplit("splits", f"no allowed GPU count can split {model.slug}: {reasons}")
     return _finish(model, gpu, weight_format, kv_format, workload, last, considered)
+
+
+def plan_if_splittable(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+) -> Plan | None:
+    """The plan, or None when no allowed GPU count can split the model on this GPU (every
+    other bad input still raises)."""
+    try:
+        return plan(model, gpu, weight_format, kv_format, workload)
+    except NoValidSplit:
+        return None
 
 
 def rank_key(p: Plan) -> tuple[bool, int, float]:
@@ -454,11 +469,5 @@ def rank_gpus(
     workload: Workload,
 ) -> list[Plan]:
     """One plan per GPU, best first; GPUs no split can serve are left out."""
-    plans: list[Plan] = []
-    for gpu in gpus:
-        try:
-            plans.append(plan(model, gpu, weight_format, kv_format, workload))
-        except SizingError as exc:
-            if exc.field != "splits":
-                raise
-    return sorted(plans, key=rank_key)
+    plans = [plan_if_splittable(model, gpu, weight_format, kv_format, workload) for gpu in gpus]
+    return sorted((p for p in plans if p is not None), key=rank_key)

@@ -209,6 +209,7 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {**SIX_STEP, "kv_format": "mxfp4"}, 422, "kv_format"),
         ("/plan", {"gpu": "h100"}, 422, "model"),
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
+        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
         (
             "/plan",
             {
@@ -246,6 +247,12 @@ async def test_bad_input_is_a_problem_naming_the_field(
     problem = response.json()
     assert problem["status"] == status
     assert field in [e["field"] for e in problem["errors"]]
+
+
+async def test_a_bad_gpu_count_is_named_even_when_ranking_every_gpu(client: Client) -> None:
+    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [0]})
+    assert response.status_code == 422
+    assert "between 1 and 65536" in response.json()["detail"]
 
 
 async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:

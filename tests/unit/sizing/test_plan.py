@@ -286,3 +286,13 @@ def test_plan_reports_kv_growth_and_the_fixed_sliding_part_separately() -> None:
     assert p.kv_cache_bytes == 8 * (36_864 * 8192 + 4_718_592) == 2_453_667_840
     dense = plan(LLAMA_8B, H100, BF16, BF16, Workload())
     assert dense.kv_fixed_bytes_per_sequence == 0
+
+
+def test_ranking_leaves_out_gpus_no_split_serves_but_reports_bad_splits() -> None:
+    # Qwen2.5-7B's 28 heads do not divide by 8: with splits (8,) no GPU can serve it.
+    assert rank_gpus(QWEN25_7B, ALL_GPUS, BF16, BF16, Workload(splits=(8,))) == []
+    # A GPU count of 0 is bad input, not "no split serves it".
+    with pytest.raises(SizingError) as info:
+        rank_gpus(QWEN25_7B, ALL_GPUS, BF16, BF16, Workload(splits=(0, 2)))
+    assert info.value.field == "splits"
+    assert "between 1 and 65536" in info.value.message
