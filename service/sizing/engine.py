@@ -28,9 +28,11 @@ from typing import Literal
 import msgspec
 
 from service.sizing.errors import SizingError, require
+from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.hardware import GpuSpec
+from service.sizing.kv import kv_shape
 from service.sizing.models import LayerType, ModelSpec, validate_model
-from service.sizing.parallel import kv_heads_per_gpu, stage_layers, tensor_parallel_problem
+from service.sizing.parallel import stage_layers, tensor_parallel_problem
 from service.sizing.units import ceil_div
 
 EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-cudagraph"]
@@ -289,10 +291,12 @@ def loaded_weight_bytes(
     return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest
 
 
-def _layer_bytes_per_token(model: ModelSpec, kind: LayerType, tp: int, dtype_bytes: int) -> int:
-    if kind == "mla":
-        return (model.kv_lora_rank + model.qk_rope_head_dim) * dtype_bytes
-    return 2 * kv_heads_per_gpu(model, tp) * model.resolved_head_dim * dtype_bytes
+def _layer_bytes_per_token(
+    model: ModelSpec, kind: LayerType, tp: int, kv_format: NumberFormat
+) -> int:
+    """One layer's KV bytes per token on one rank (the page is block_size of these)."""
+    shape = kv_shape(model, kv_format, tp, (kind,))
+    return shape.growth_bytes_per_token + shape.sliding_bytes_per_token
 
 
 class _Groups(msgspec.Struct, frozen=True):
@@ -364,27 +368,27 @@ def predict_vllm(
     )
     kv_bytes = usable - weights - activation - non_torch - graphs
 
-    dtype_bytes = 1 if config.kv_cache_dtype == "fp8" else 2
+    kv_format = FORMATS["fp8" if config.kv_cache_dtype == "fp8" else "bf16"]
     bs, mml = config.block_size, d.max_model_len
+    # Blocks one request of max_model_len needs per layer: every token on a full-attention (or
+    # MLA) layer, the window plus one scheduling step (and a block) on a sliding one.
+    full_blocks = ceil_div(mml, bs)
+    window = model.sliding_window_tokens
+    sliding_blocks = (
+        ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
+    )
     best: tuple[int, int, int, int, int] | None = None  # blocks, page, block bytes, groups, need
     concurrency = 0.0
     for layers in stage_layers(model, pp):
         groups = kv_groups(layers)
-        kinds = [t for t in layers]
-        page = bs * max(_layer_bytes_per_token(model, k, tp, dtype_bytes) for k in kinds)
+        page = bs * max(_layer_bytes_per_token(model, k, tp, kv_format) for k in set(layers))
         block_bytes = page * groups.group_size
         blocks = max(kv_bytes, 0) // block_bytes
-        full_blocks = ceil_div(mml, bs)
-        window = model.sliding_window_tokens
-        sliding_blocks = (
-            ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
-        )
         per_request = groups.full_groups * full_blocks + groups.sliding_groups * sliding_blocks
-        need = sum(
-            (sliding_blocks if k == "sliding" else full_blocks)
-            * bs
-            * _layer_bytes_per_token(model, k, tp, dtype_bytes)
-            for k in kinds
+        shape = kv_shape(model, kv_format, tp, layers)
+        need = bs * (
+            full_blocks * shape.growth_bytes_per_token
+            + sliding_blocks * shape.sliding_bytes_per_token
         )
         n_groups = groups.full_groups + groups.sliding_groups
         if best is None or blocks // n_groups < best[0] // best[3]:
