@@ -19,7 +19,7 @@ from service.plans.records import (
     Recheck,
     SavedPlan,
 )
-from service.plans.tables import PlanRow, utc_now
+from service.plans.tables import IdempotencyKeyRow, PlanRow, utc_now
 from service.plans.workflow import Decision
 from service.sizing.errors import SizingError, require
 
@@ -77,9 +77,8 @@ async def _compute(session: AsyncSession, request: PlanRequest) -> dict[str, obj
     }
 
 
-async def _replay(session: AsyncSession, author: str, key: str, digest: str) -> SavedPlan:
-    held = await store.find_key(session, author, key)
-    assert held is not None  # claimed by a request that has committed
+async def _replay(session: AsyncSession, held: IdempotencyKeyRow, digest: str) -> SavedPlan:
+    """The plan a committed request with this key created, if the body is the same."""
     if held.request_sha256 != digest or held.plan_id is None:
         raise IdempotencyMismatch(held.plan_id)
     return store.saved_plan(await store.get(session, held.plan_id))
@@ -98,14 +97,18 @@ async def create(
     The second value says whether this call created the plan.
     """
     digest = body_digest(name, notes, request)
-    if idempotency_key is not None and await store.find_key(session, author, idempotency_key):
-        return await _replay(session, author, idempotency_key, digest), False
+    if idempotency_key is not None:
+        held = await store.find_key(session, author, idempotency_key)
+        if held is not None:
+            return await _replay(session, held, digest), False
     columns = await _compute(session, request)
     key_id = None
     if idempotency_key is not None:
         key_id = await store.claim_key(session, author, idempotency_key, digest)
         if key_id is None:  # a concurrent retry won the key and has committed its plan
-            return await _replay(session, author, idempotency_key, digest), False
+            held = await store.find_key(session, author, idempotency_key)
+            assert held is not None  # claimed by a request that has committed
+            return await _replay(session, held, digest), False
     row = PlanRow(name=name, notes=notes, status="draft", author=author, version=1, **columns)
     session.add(row)
     await session.flush()
