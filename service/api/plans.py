@@ -279,7 +279,7 @@ class PlansController(Controller):
     ) -> Response[SavedPlan]:
         plan = await actions.get(db_session, plan_id)
         if _wants(request, MARKDOWN) == MARKDOWN:
-            events = (await actions.history(db_session, plan_id)).events
+            events = await actions.events(db_session, plan_id)
             return Response(
                 saved_plan_markdown(plan, events),  # type: ignore[arg-type]
                 media_type=MARKDOWN,

@@ -14,6 +14,7 @@ from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer, eval
 from service.plans.records import (
     Change,
     Outcome,
+    PlanEvent,
     PlanHistory,
     PlanPage,
     Recheck,
@@ -124,14 +125,18 @@ async def get(session: AsyncSession, plan_id: int) -> SavedPlan:
     return store.saved_plan(await store.get(session, plan_id))
 
 
+async def events(session: AsyncSession, plan_id: int) -> list[PlanEvent]:
+    """A plan's events, oldest first (none for an unknown id: check the plan first)."""
+    return [store.event_of(event) for event in await store.events(session, plan_id)]
+
+
 async def history(session: AsyncSession, plan_id: int) -> PlanHistory:
     row = await store.get(session, plan_id)
-    events = [store.event_of(event) for event in await store.events(session, plan_id)]
     return PlanHistory(
         plan_id=row.id,
         status=row.status,  # type: ignore[arg-type]  # the column holds Status values only
         version=row.version,
-        events=events,
+        events=await events(session, plan_id),
     )
 
 
