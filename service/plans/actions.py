@@ -21,7 +21,7 @@ from service.plans.records import (
     SavedPlan,
 )
 from service.plans.tables import IdempotencyKeyRow, PlanRow, utc_now
-from service.plans.workflow import Decision
+from service.plans.workflow import Decision, EventKind, Status
 from service.sizing.errors import SizingError, require
 
 Answer = PlanAnswer | TrainingAnswer
@@ -165,6 +165,35 @@ async def list_page(
     return PlanPage(items=[store.summary(row) for row in rows], next_cursor=next_cursor)
 
 
+async def _transition(
+    session: AsyncSession,
+    row: PlanRow,
+    expected: int,
+    kind: EventKind,
+    actor: str,
+    status: Status,
+    changes: dict[str, object] | None = None,
+    *,
+    decision: Decision | None = None,
+    comment: str = "",
+) -> SavedPlan:
+    """Move the plan to ``status`` (with ``changes``) if it is still at ``expected``, and log it."""
+    before = row.status
+    row = await store.update_versioned(session, row, expected, status=status, **(changes or {}))
+    await store.add_event(
+        session,
+        row.id,
+        kind,
+        actor,
+        from_status=before,
+        to_status=status,
+        version=row.version,
+        decision=decision,
+        comment=comment,
+    )
+    return store.saved_plan(row)
+
+
 async def edit(
     session: AsyncSession,
     plan_id: int,
@@ -182,24 +211,12 @@ async def edit(
     workflow.check_author("edit", row.author, actor)
     status = workflow.after_edit(row.status)
     new_request = request or msgspec.convert(row.request, PlanRequest)
-    columns = await _compute(session, new_request)
-    changes: dict[str, object] = {"status": status, **columns}
+    changes = await _compute(session, new_request)
     if name is not None:
         changes["name"] = name
     if notes is not None:
         changes["notes"] = notes
-    before = row.status
-    row = await store.update_versioned(session, row, expected, **changes)
-    await store.add_event(
-        session,
-        row.id,
-        "edited",
-        actor,
-        from_status=before,
-        to_status=status,
-        version=row.version,
-    )
-    return store.saved_plan(row)
+    return await _transition(session, row, expected, "edited", actor, status, changes)
 
 
 async def submit(
@@ -209,18 +226,7 @@ async def submit(
     expected = workflow.check_version(if_match, row.version)
     workflow.check_author("submit", row.author, actor)
     status = workflow.after_submit(row.status)
-    before = row.status
-    row = await store.update_versioned(session, row, expected, status=status)
-    await store.add_event(
-        session,
-        row.id,
-        "submitted",
-        actor,
-        from_status=before,
-        to_status=status,
-        version=row.version,
-    )
-    return store.saved_plan(row)
+    return await _transition(session, row, expected, "submitted", actor, status)
 
 
 async def review(
@@ -240,20 +246,9 @@ async def review(
         "comment",
         f"say why: {decision} needs a comment the author can act on",
     )
-    before = row.status
-    row = await store.update_versioned(session, row, expected, status=status)
-    await store.add_event(
-        session,
-        row.id,
-        "reviewed",
-        reviewer,
-        from_status=before,
-        to_status=status,
-        version=row.version,
-        decision=decision,
-        comment=comment,
+    return await _transition(
+        session, row, expected, "reviewed", reviewer, status, decision=decision, comment=comment
     )
-    return store.saved_plan(row)
 
 
 def _outcome(answer: Answer) -> Outcome:
