@@ -23,7 +23,7 @@ from service.sizing.hardware import CapacityBasis, GpuSpec, LinkSpec
 from service.sizing.matrix import build_matrix
 from service.sizing.models import ModelSpec
 from service.sizing.offload import Offload, offload
-from service.sizing.plan import Workload
+from service.sizing.plan import DEFAULT_SPLITS, Workload
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 """The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""
@@ -63,6 +63,18 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     capacity_basis: CapacityBasis = "marketed"
 
 
+def workload_of(request: object, default_splits: tuple[int, ...] = DEFAULT_SPLITS) -> Workload:
+    """The Workload a request describes: its fields of the same names, the rest defaulting
+    (splits: ``default_splits`` when the request names none; an empty list stays an error)."""
+    fields = {
+        name: getattr(request, name)
+        for name in Workload.__struct_fields__
+        if getattr(request, name, None) is not None
+    }
+    fields["splits"] = tuple(fields.get("splits", default_splits))
+    return Workload(**fields)
+
+
 def check_kv_format(kv: NumberFormat) -> NumberFormat:
     require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
     return kv
@@ -76,16 +88,8 @@ def answer_matrix(
     kv: NumberFormat | None,
     prices: Mapping[str, GpuPrice],
 ) -> CostedMatrix:
-    workload = Workload(
-        concurrency=request.concurrency,
-        context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization,
-        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
-        capacity_basis=request.capacity_basis,
-        splits=tuple(request.splits),
-    )
     kv = kv and check_kv_format(kv)
-    return cost_matrix(build_matrix(models, formats, gpus, workload, kv), prices)
+    return cost_matrix(build_matrix(models, formats, gpus, workload_of(request), kv), prices)
 
 
 def answer_offload(
@@ -100,19 +104,13 @@ def answer_offload(
     link = link or gpu.host_link
     if link is None:
         raise SizingError("link", f"{gpu.slug} has no host link in the catalogue: name one")
-    workload = Workload(
-        context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization,
-        overhead_bytes_per_gpu=request.overhead_bytes_per_gpu,
-        capacity_basis=request.capacity_basis,
-    )
     return offload(
         model,
         gpu,
         weights,
         kv,
         link,
-        workload,
+        workload_of(request),
         gpu_count=request.gpu_count,
         batch_size=request.batch_size,
         resident_bytes=request.resident_bytes,

@@ -20,13 +20,14 @@ from service.plans.bounds import (
     Utilisation,
     WorkloadKind,
 )
+from service.plans.compute import workload_of
 from service.sizing.advice import PlanWarning
 from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import CapacityBasis, GpuSpec
 from service.sizing.models import ModelSpec, validate_model
-from service.sizing.plan import DEFAULT_SPLITS, Plan, Workload, plan, rank_gpus, spare_status
+from service.sizing.plan import Plan, Workload, plan, rank_gpus, spare_status
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     Projection,
@@ -246,14 +247,7 @@ def answer_plan(
         "rank_by",
         "costs rank inference plans only; use gpus for training",
     )
-    workload = Workload(
-        concurrency=data.concurrency,
-        context_tokens=data.context_tokens,
-        gpu_memory_utilization=data.gpu_memory_utilization,
-        overhead_bytes_per_gpu=data.overhead_bytes_per_gpu,
-        capacity_basis=data.capacity_basis,
-        splits=tuple(data.splits or DEFAULT_SPLITS),
-    )
+    workload = workload_of(data)
     if data.workload != "inference":
         require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
@@ -268,7 +262,7 @@ def answer_plan(
             users=data.concurrency,
             context_tokens=data.context_tokens,
             utilisation=data.gpu_memory_utilization,
-            splits=tuple(data.splits or DEFAULT_SPLITS),
+            splits=workload.splits,
         )
     if data.gpu is not None:
         best = plan(model, gpus[0], weights, kv, workload)

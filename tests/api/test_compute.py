@@ -210,6 +210,7 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {"gpu": "h100"}, 422, "model"),
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
         ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
+        ("/plan", {**SIX_STEP, "splits": []}, 422, "splits"),
         (
             "/plan",
             {
