@@ -25,7 +25,6 @@ from service.plans.workflow import Decision, EventKind, Status
 from service.sizing.errors import SizingError, require
 
 Answer = PlanAnswer | TrainingAnswer
-OUTCOME_FIELDS = ("fits", "status", "gpu", "gpu_count", "spare_bytes", "spare_fraction")
 
 
 class IdempotencyMismatch(Exception):
@@ -252,14 +251,8 @@ async def review(
 
 
 def _outcome(answer: Answer) -> Outcome:
-    return Outcome(
-        fits=answer.fits,
-        status=answer.status,
-        gpu=answer.gpu,
-        gpu_count=answer.gpu_count,
-        spare_bytes=answer.spare_bytes,
-        spare_fraction=answer.spare_fraction,
-    )
+    """The answer's fields that Outcome names (both answer kinds have them all)."""
+    return Outcome(**{field: getattr(answer, field) for field in Outcome.__struct_fields__})
 
 
 async def recheck(session: AsyncSession, plan_id: int) -> Recheck:
@@ -285,7 +278,7 @@ async def recheck(session: AsyncSession, plan_id: int) -> Recheck:
         )
     changes = [
         Change(field=field, before=getattr(before, field), after=getattr(after, field))
-        for field in OUTCOME_FIELDS
+        for field in Outcome.__struct_fields__
         if getattr(before, field) != getattr(after, field)
     ]
     return Recheck(
