@@ -98,8 +98,38 @@ class TrainingMemory(msgspec.Struct, frozen=True, kw_only=True):
     """Model states plus activations for the whole job, unsharded (the seed's 1.36 TB)."""
 
 
-def _shard(total: int, gpu_count: int, sharded: bool) -> int:
-    return ceil_div(total, gpu_count) if sharded else total
+def _memory(
+    mode: TrainingMode,
+    gpu_count: int,
+    zero_stage: ZeroStage,
+    trainable_params: int,
+    weights: int,
+    grads: int,
+    optim: int,
+    activation_fraction: float,
+) -> TrainingMemory:
+    """Shard the whole job's states by ZeRO stage (1: optimizer, 2: + gradients, 3: + weights)
+    and add activations as a fraction of each GPU's states."""
+
+    def shard(total: int, from_stage: int) -> int:
+        return ceil_div(total, gpu_count) if zero_stage >= from_stage else total
+
+    w, g, o = shard(weights, 3), shard(grads, 2), shard(optim, 1)
+    act = _activations(w + g + o, activation_fraction)
+    states = weights + grads + optim
+    return TrainingMemory(
+        mode=mode,
+        gpu_count=gpu_count,
+        zero_stage=zero_stage,
+        trainable_params=trainable_params,
+        weights_bytes_per_gpu=w,
+        gradients_bytes_per_gpu=g,
+        optimizer_bytes_per_gpu=o,
+        activations_bytes_per_gpu=act,
+        total_bytes_per_gpu=w + g + o + act,
+        model_state_bytes=states,
+        total_bytes=states + _activations(states, activation_fraction),
+    )
 
 
 def _activations(states: int, fraction: float) -> int:
@@ -123,26 +153,15 @@ def full_training_memory(
     require(gpu_count >= 1, "gpu_count", "must be at least 1")
     require(zero_stage in (0, 1, 2, 3), "zero_stage", "must be 0, 1, 2 or 3")
     params = model.total_params
-    weights = params * recipe.weight_bytes_per_param
-    grads = params * recipe.gradient_bytes_per_param
-    optim = params * recipe.optimizer_bytes_per_param
-    w = _shard(weights, gpu_count, zero_stage >= 3)
-    g = _shard(grads, gpu_count, zero_stage >= 2)
-    o = _shard(optim, gpu_count, zero_stage >= 1)
-    act = _activations(w + g + o, activation_fraction)
-    states = weights + grads + optim
-    return TrainingMemory(
-        mode="full",
-        gpu_count=gpu_count,
-        zero_stage=zero_stage,
-        trainable_params=params,
-        weights_bytes_per_gpu=w,
-        gradients_bytes_per_gpu=g,
-        optimizer_bytes_per_gpu=o,
-        activations_bytes_per_gpu=act,
-        total_bytes_per_gpu=w + g + o + act,
-        model_state_bytes=states,
-        total_bytes=states + _activations(states, activation_fraction),
+    return _memory(
+        "full",
+        gpu_count,
+        zero_stage,
+        params,
+        params * recipe.weight_bytes_per_param,
+        params * recipe.gradient_bytes_per_param,
+        params * recipe.optimizer_bytes_per_param,
+        activation_fraction,
     )
 
 
@@ -206,25 +225,15 @@ def adapter_training_memory(
     recipe = adapter_recipe or RECIPES["mixed-precision-adam"]
     base_fmt = base_format or (FORMATS["bf16"] if mode == "lora" else FORMATS["nf4"])
     adapters = lora_adapter_params(model, rank, targets)
-    base = model_weight_bytes(model, base_fmt)
-    weights = base + adapters * recipe.weight_bytes_per_param
-    grads = adapters * recipe.gradient_bytes_per_param
-    optim = adapters * recipe.optimizer_bytes_per_param
-    w, g, o = (ceil_div(x, gpu_count) for x in (weights, grads, optim))
-    act = _activations(w + g + o, activation_fraction)
-    states = weights + grads + optim
-    return TrainingMemory(
-        mode=mode,
-        gpu_count=gpu_count,
-        zero_stage=3,
-        trainable_params=adapters,
-        weights_bytes_per_gpu=w,
-        gradients_bytes_per_gpu=g,
-        optimizer_bytes_per_gpu=o,
-        activations_bytes_per_gpu=act,
-        total_bytes_per_gpu=w + g + o + act,
-        model_state_bytes=states,
-        total_bytes=states + _activations(states, activation_fraction),
+    return _memory(
+        mode,
+        gpu_count,
+        3,  # FSDP shards the frozen base too
+        adapters,
+        model_weight_bytes(model, base_fmt) + adapters * recipe.weight_bytes_per_param,
+        adapters * recipe.gradient_bytes_per_param,
+        adapters * recipe.optimizer_bytes_per_param,
+        activation_fraction,
     )
 
 
