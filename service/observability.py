@@ -13,8 +13,8 @@ the exception handlers, so it sees every request, 404s and 413s included:
   ``RATE_LIMIT_BURST`` (default 120) at once; over it, 429 problem+json with Retry-After.
   /healthz, /readyz and /metrics are never limited (probes and scrapes). Behind N replicas the
   effective limit is up to N times higher: it protects each replica, it is not a quota;
-- the computations (/plan, /matrix, /offload) are served from the catalogue cache
-  (service.catalogue.cache), and a catalogue write on this replica expires it.
+- a catalogue write answered 2xx on this replica expires the catalogue cache
+  (service.catalogue.cache) that the computations are served from.
 
 Litestar's built-in RateLimitMiddleware was not used: it keeps every request timestamp per key
 (STACK-NOTES: throughput fell ~8x at high limits) and its 429 carries no Retry-After.

@@ -1,4 +1,5 @@
-"""An in-memory snapshot of the catalogue, for the computations (/plan, /matrix, /offload).
+"""An in-memory snapshot of the catalogue, for the computations (the handlers that opt in with
+service.api.cached_catalogue: /plan, /matrix, /offload, /verify, the chat commands).
 
 Why: the computations only read the catalogue (about 50 rows), so each replica keeps all of it
 in memory. They keep working from the last snapshot while the database is down, and they do
@@ -81,7 +82,6 @@ class Snapshot:
     """The whole catalogue at one fingerprint, as the core's specs; immutable once built."""
 
     fingerprint: str
-    loaded_at: float
     links: Table[LinkSpec]
     gpus: Table[GpuSpec]
     models: Table[ModelSpec]
@@ -122,23 +122,27 @@ async def fingerprint(session: AsyncSession) -> str:
     return digest.hexdigest()
 
 
-async def load(session: AsyncSession, clock: Callable[[], float] = time.monotonic) -> Snapshot:
-    """Read the whole catalogue (one transaction: the fingerprint matches the rows read)."""
-    current = await fingerprint(session)
-    rows: dict[str, list[Any]] = {
-        t.__tablename__: list((await session.scalars(select(t))).all()) for t in TABLES
-    }
-    session.expunge_all()
-    links = {r.slug: link_spec_of(r) for r in rows[Interconnect.__tablename__]}
+def snapshot_of(rows: dict[str, list[Any]], fingerprint: str = "") -> Snapshot:
+    """The snapshot of catalogue ``rows`` (by table name), converted to the core's specs."""
+    links = _table(KIND[Interconnect], rows[Interconnect.__tablename__], link_spec_of)
+    link_specs = {e.slug: e.spec for e in links.entries}
     return Snapshot(
-        fingerprint=current,
-        loaded_at=clock(),
-        links=_table(KIND[Interconnect], rows[Interconnect.__tablename__], link_spec_of),
-        gpus=_table(KIND[Gpu], rows[Gpu.__tablename__], lambda r: gpu_spec_of(r, links)),
+        fingerprint=fingerprint,
+        links=links,
+        gpus=_table(KIND[Gpu], rows[Gpu.__tablename__], lambda r: gpu_spec_of(r, link_specs)),
         models=_table(KIND[Model], rows[Model.__tablename__], model_spec_of),
         formats=_table(KIND[Format], rows[Format.__tablename__], number_format_of),
         rows=rows,
     )
+
+
+async def load(session: AsyncSession, current: str) -> Snapshot:
+    """Read the whole catalogue, in the transaction that computed its fingerprint ``current``."""
+    rows: dict[str, list[Any]] = {
+        t.__tablename__: list((await session.scalars(select(t))).all()) for t in TABLES
+    }
+    session.expunge_all()
+    return snapshot_of(rows, current)
 
 
 class CatalogueCache:
@@ -204,7 +208,7 @@ class CatalogueCache:
                     self.checks += 1
                     current = await fingerprint(session)
                     if self._snapshot is None or current != self._snapshot.fingerprint:
-                        self._snapshot = await load(session, self._clock)
+                        self._snapshot = await load(session, current)
                         self.loads += 1
                         log.info("catalogue loaded", extra={"fingerprint": current[:12]})
             except Exception as exc:
