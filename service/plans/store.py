@@ -207,6 +207,7 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     gpu: str | None = None
     created_after: datetime.datetime | None = None
     created_before: datetime.datetime | None = None
+    """Aware date-times: the API reads a naive one as UTC before it gets here."""
 
 
 def encode_cursor(row: PlanRow) -> str:
@@ -226,11 +227,6 @@ def decode_cursor(cursor: str) -> tuple[datetime.datetime, int]:
     return created, plan_id
 
 
-def as_utc(moment: datetime.datetime) -> datetime.datetime:
-    """A query's naive date-time means UTC (the column stores UTC)."""
-    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
-
-
 async def page(
     session: AsyncSession, filters: Filters, limit: int, cursor: str | None
 ) -> tuple[list[PlanRow], str | None]:
@@ -245,9 +241,9 @@ async def page(
     if filters.gpu is not None:
         where.append(PlanRow.gpu_slug == filters.gpu)
     if filters.created_after is not None:
-        where.append(PlanRow.created_at > as_utc(filters.created_after))
+        where.append(PlanRow.created_at > filters.created_after)
     if filters.created_before is not None:
-        where.append(PlanRow.created_at < as_utc(filters.created_before))
+        where.append(PlanRow.created_at < filters.created_before)
     if cursor is not None:
         created, plan_id = decode_cursor(cursor)
         where.append(
