@@ -4,8 +4,6 @@ Sizes are bytes and bandwidths bytes per second (BigInteger: 192 GB does not fit
 The migration in migrations/versions/0001 is the schema of record; keep the two in step.
 """
 
-from typing import Any
-
 from advanced_alchemy.base import IdentityAuditBase
 from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.dialects.postgresql import JSONB
@@ -107,7 +105,3 @@ class Format(CatalogueRow, IdentityAuditBase):
 
 
 CatalogueTable = Interconnect | Gpu | Model | Format
-
-
-def column_values(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in names}

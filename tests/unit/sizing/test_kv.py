@@ -3,6 +3,7 @@ sliding windows)."""
 
 from service.sizing.formats import FORMATS
 from service.sizing.kv import kv_bytes_per_token, kv_cache_bytes, kv_shape, naive_kv_bytes_per_token
+from service.sizing.units import KiB
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GEMMA_3_27B,
@@ -17,12 +18,12 @@ GB = 10**9
 
 def test_llama_8b_is_128_kib_per_token() -> None:
     # "2 x 32 x 8 x 128 x 2 bytes = 131,072 bytes, or 128 KiB."
-    assert kv_bytes_per_token(LLAMA_8B, BF16) == 131_072 == 128 * 1024
+    assert kv_bytes_per_token(LLAMA_8B, BF16) == 131_072 == 128 * KiB
 
 
 def test_llama_70b_is_320_kib_per_token() -> None:
     # "Llama 3.1 70B, with 80 layers, needs 320 KiB per token": 2 x 80 x 8 x 128 x 2.
-    assert kv_bytes_per_token(LLAMA_70B, BF16) == 327_680 == 320 * 1024
+    assert kv_bytes_per_token(LLAMA_70B, BF16) == 327_680 == 320 * KiB
 
 
 def test_32_users_of_4000_tokens_on_70b_is_about_42_gb() -> None:
