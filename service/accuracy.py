@@ -13,13 +13,13 @@ from typing import Any
 import msgspec
 
 from service.sizing.engine import (
-    GIB,
     EngineConfig,
     EngineEra,
     EnginePrediction,
     Quantization,
     predict_vllm,
 )
+from service.sizing.units import GiB
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_logs"
 TOKENS_TOLERANCE = 0.05
@@ -118,7 +118,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
         version=era_of(case["vllm_version"]),
-        gpu_total_bytes=round(total * GIB) if total and not case.get("gpu") else None,
+        gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
 
 
@@ -138,7 +138,7 @@ def _logged_tokens(case: dict[str, Any], p: EnginePrediction) -> int | None:
     kv = logged.get("kv_cache_gib")
     if kv is None or logged.get("failed"):
         return None
-    blocks = int(kv * GIB) // p.per_gpu.block_bytes
+    blocks = int(kv * GiB) // p.per_gpu.block_bytes
     bs = int(case["config"].get("block_size") or 16)
     return int(blocks // p.kv_groups * bs)
 
@@ -154,7 +154,7 @@ def evaluate_case(case: dict[str, Any]) -> CaseResult:
     logged = case["logged"]
     tokens = None if logged.get("failed") else _logged_tokens(case, p)
     weights = logged.get("weights_gib")
-    predicted_weights = p.per_gpu.weights_bytes / GIB
+    predicted_weights = p.per_gpu.weights_bytes / GiB
     return CaseResult(
         case=case["id"],
         role="fit" if case["id"] in FIT_CASES else "held-out",

@@ -33,7 +33,7 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.kv import kv_shape
 from service.sizing.models import LayerType, ModelSpec, validate_model
 from service.sizing.parallel import stage_layers, tensor_parallel_problem
-from service.sizing.units import ceil_div
+from service.sizing.units import GiB, ceil_div
 
 EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-cudagraph"]
 """v0: the V0 engine (<= 0.7, profiling without chunked prefill); v1-0.10 / v1-0.11: the V1
@@ -45,7 +45,6 @@ KvCacheDtype = Literal["auto", "fp8"]
 UsageContext = Literal["api_server", "llm_class"]
 
 DEFAULT_ERA: EngineEra = "v1-0.11"
-GIB = 2**30
 
 # --- fitted constants (see the module docstring; every one is named in the accuracy report) ---
 DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000
@@ -170,7 +169,7 @@ def engine_defaults(
             rule="V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048), "
             "max_num_seqs 256",
         )
-    big = gpu_total_bytes >= 70 * GIB and not gpu_slug.startswith("a100")
+    big = gpu_total_bytes >= 70 * GiB and not gpu_slug.startswith("a100")
     if big:
         tokens, seqs = (8192, 1024) if config.usage == "api_server" else (16384, 1024)
         why = "a GPU with >= 70 GiB that is not an A100"
@@ -318,7 +317,7 @@ def kv_groups(layers: tuple[LayerType, ...]) -> _Groups:
 
 
 def _gib(n: int) -> float:
-    return round(n / GIB, 2)
+    return round(n / GiB, 2)
 
 
 def predict_vllm(
@@ -435,7 +434,7 @@ def predict_vllm(
         num_blocks=blocks,
         total_gib=_gib(total),
         usable_gib=_gib(usable),
-        weights_gib=round(weights / GIB, 4),
+        weights_gib=round(weights / GiB, 4),
         activation_gib=_gib(activation),
         non_torch_gib=_gib(non_torch),
         cuda_graph_gib=_gib(graphs),

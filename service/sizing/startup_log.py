@@ -14,9 +14,7 @@ import re
 import msgspec
 
 from service.sizing.errors import SizingError
-
-GIB = 2**30
-MIB = 2**20
+from service.sizing.units import GiB, MiB
 
 EXPECTED_LINES = (
     "Model loading took X GiB",
@@ -78,7 +76,7 @@ def _f(s: str) -> float:
 
 
 def _gib(s: str) -> int:
-    return round(_f(s) * GIB)
+    return round(_f(s) * GiB)
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {
@@ -152,7 +150,7 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
 
     def mib(value: str) -> int | None:
         m = re.search(r"([\d.]+)\s*MiB", value)
-        return round(float(m.group(1)) * MIB) if m else None
+        return round(float(m.group(1)) * MiB) if m else None
 
     for row in lines[1:]:
         cells = [c.strip() for c in row.split(",")]

@@ -15,8 +15,8 @@ from service.sizing.engine import (
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.startup_log import StartupLog
+from service.sizing.units import GiB
 
-GIB = 2**30
 Severity = Literal["info", "warning", "problem"]
 
 
@@ -136,8 +136,8 @@ def compare(
         diffs.append(
             Difference(
                 quantity="weights_gib_per_gpu",
-                logged=round(log.weights_bytes / GIB, 4),
-                predicted=round(g.weights_bytes / GIB, 4),
+                logged=round(log.weights_bytes / GiB, 4),
+                predicted=g.weights_gib,
                 relative_error=rel,
                 severity=sev,
                 likely_cause=cause,
@@ -148,7 +148,7 @@ def compare(
         diffs.append(
             Difference(
                 quantity="activation_gib",
-                logged=round(log.activation_bytes / GIB, 2),
+                logged=round(log.activation_bytes / GiB, 2),
                 predicted=g.activation_gib,
                 relative_error=rel,
                 severity="info" if rel is None or abs(rel) < 0.25 else "warning",
@@ -161,7 +161,7 @@ def compare(
         diffs.append(
             Difference(
                 quantity="non_torch_gib",
-                logged=round(log.non_torch_bytes / GIB, 2),
+                logged=round(log.non_torch_bytes / GiB, 2),
                 predicted=g.non_torch_gib,
                 relative_error=rel,
                 severity="info" if rel is None or abs(rel) < 0.5 else "warning",
@@ -174,7 +174,7 @@ def compare(
         diffs.append(
             Difference(
                 quantity="kv_cache_gib",
-                logged=round(log.kv_cache_bytes / GIB, 2),
+                logged=round(log.kv_cache_bytes / GiB, 2),
                 predicted=g.kv_cache_gib,
                 relative_error=rel,
                 severity="info" if rel is None or abs(rel) <= 0.05 else "warning",
