@@ -23,9 +23,8 @@ from service.sizing.errors import SizingError
 
 class PlanNotFound(LookupError):
     def __init__(self, plan_id: int) -> None:
-        super().__init__(f"no plan {plan_id}")
-        self.plan_id = plan_id
         self.message = f"no plan {plan_id}"
+        super().__init__(self.message)
 
 
 def answer_of(row: PlanRow) -> PlanAnswer | TrainingAnswer:

@@ -43,7 +43,6 @@ class IllegalTransition(Exception):
         final = " (final: approved and rejected plans never change)" if current in FINAL else ""
         message = f"cannot {action} a plan that is {current}{final}; {action} needs {allowed}"
         super().__init__(message)
-        self.action = action
         self.current = current
         self.message = message
 
@@ -60,14 +59,13 @@ class NotPermitted(Exception):
 class PreconditionRequired(Exception):
     """A write on an existing plan came without If-Match (428)."""
 
-    def __init__(self, current_version: int | None = None) -> None:
+    def __init__(self) -> None:
         message = (
             "If-Match is required: send the ETag of the version you read "
             '(GET /plans/{id} answers it, e.g. ETag: "3")'
         )
         super().__init__(message)
         self.message = message
-        self.current_version = current_version
 
 
 class PreconditionFailed(Exception):
@@ -112,7 +110,7 @@ def check_version(header: str | None, current_version: int) -> int:
     """The version the caller read, when it is the current one; else 428 or 412."""
     versions = if_match_versions(header)
     if versions is None:
-        raise PreconditionRequired(current_version)
+        raise PreconditionRequired
     if current_version not in versions:
         raise PreconditionFailed(current_version)
     return current_version
