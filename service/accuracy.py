@@ -14,10 +14,11 @@ import msgspec
 
 from service.sizing.engine import (
     EngineConfig,
-    EngineEra,
     EnginePrediction,
-    Quantization,
+    era_of_version,
+    kv_cache_dtype_of,
     predict_vllm,
+    quantization_of,
 )
 from service.sizing.units import GiB
 
@@ -82,14 +83,6 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     inside the 90%, and is also reported on its own as false_failures."""
 
 
-def era_of(version: str) -> EngineEra:
-    if version.startswith(("0.5", "0.6", "0.7")):
-        return "v0"
-    if version.startswith("0.10"):
-        return "v1-0.10"
-    return "v1-0.11"
-
-
 def load_cases(directory: Path = CASES_DIR) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))]
 
@@ -102,22 +95,18 @@ def _source(case: dict[str, Any]) -> str:
 
 def config_of(case: dict[str, Any]) -> EngineConfig:
     c = case["config"]
-    q = c.get("quantization")
-    quant: Quantization = (
-        "mxfp4" if q == "mxfp4" else "fp8" if q in ("fp8", "compressed-tensors") else "none"
-    )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
         max_model_len=c.get("max_model_len"),
         gpu_memory_utilization=c["gpu_memory_utilization"],
         block_size=c.get("block_size") or 16,
-        kv_cache_dtype="fp8" if c.get("kv_cache_dtype", "auto").startswith("fp8") else "auto",
-        quantization=quant,
+        kv_cache_dtype=kv_cache_dtype_of(c.get("kv_cache_dtype", "auto")),
+        quantization=quantization_of(c.get("quantization") or "none"),
         max_num_batched_tokens=c.get("max_num_batched_tokens"),
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
-        version=era_of(case["vllm_version"]),
+        version=era_of_version(case["vllm_version"]),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
 

@@ -104,6 +104,30 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     driver reserve fitted for that GPU."""
 
 
+def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
+    """The engine era of a vLLM release as a log prints it (0.5-0.7: V0; 0.10: V1 before 0.11);
+    ``later`` for any other release."""
+    if version.startswith(("0.5", "0.6", "0.7")):
+        return "v0"
+    if version.startswith("0.10"):
+        return "v1-0.10"
+    return later
+
+
+def quantization_of(method: str) -> Quantization:
+    """vLLM's quantization= method as the weights it loads: MXFP4 experts, FP8 linear layers
+    (fp8, compressed-tensors, modelopt checkpoints) or 16-bit."""
+    method = method.lower()
+    if method == "mxfp4":
+        return "mxfp4"
+    return "fp8" if method in ("fp8", "compressed-tensors", "modelopt") else "none"
+
+
+def kv_cache_dtype_of(dtype: str) -> KvCacheDtype:
+    """vLLM's kv_cache_dtype= (fp8, fp8_e4m3, fp8_e5m2, auto, ...) as the cache's bytes."""
+    return "fp8" if dtype.startswith("fp8") else "auto"
+
+
 class EngineDefaults(msgspec.Struct, frozen=True, kw_only=True):
     max_model_len: int
     max_num_batched_tokens: int

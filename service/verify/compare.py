@@ -8,9 +8,11 @@ from service.sizing.engine import (
     EngineConfig,
     EngineEra,
     EnginePrediction,
-    KvCacheDtype,
     Quantization,
+    era_of_version,
+    kv_cache_dtype_of,
     predict_vllm,
+    quantization_of,
 )
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -45,29 +47,13 @@ def config_from_log(
     log: StartupLog, base: EngineConfig, quantization: Quantization | None, era: EngineEra | None
 ) -> EngineConfig:
     """The configuration the log echoes, over ``base`` (the request's own flags)."""
-    quant: Quantization = quantization or base.quantization
-    if quantization is None and log.quantization:
-        q = log.quantization.lower()
-        quant = (
-            "mxfp4"
-            if q == "mxfp4"
-            else "fp8"
-            if q in ("fp8", "compressed-tensors", "modelopt")
-            else "none"
-        )
-    kv: KvCacheDtype = base.kv_cache_dtype
-    if log.kv_cache_dtype:
-        kv = "fp8" if log.kv_cache_dtype.startswith("fp8") else "auto"
-    version: EngineEra = era or base.version
-    if era is None and log.vllm_version:
-        v = log.vllm_version
-        version = (
-            "v0"
-            if v.startswith(("0.5", "0.6", "0.7"))
-            else "v1-0.10"
-            if v.startswith("0.10")
-            else base.version
-        )
+    quant = quantization or (
+        quantization_of(log.quantization) if log.quantization else base.quantization
+    )
+    kv = kv_cache_dtype_of(log.kv_cache_dtype) if log.kv_cache_dtype else base.kv_cache_dtype
+    version = era or (
+        era_of_version(log.vllm_version, base.version) if log.vllm_version else base.version
+    )
     return msgspec.structs.replace(
         base,
         tensor_parallel_size=log.tensor_parallel_size or base.tensor_parallel_size,

@@ -10,10 +10,13 @@ import pytest
 from service.accuracy import report
 from service.sizing.engine import (
     EngineConfig,
+    era_of_version,
+    kv_cache_dtype_of,
     kv_groups,
     loaded_weight_bytes,
     mxfp4_backend_for,
     predict_vllm,
+    quantization_of,
 )
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
@@ -104,6 +107,21 @@ def test_llama_8b_on_80_gib_budget_and_lines() -> None:
     assert "GPU KV cache size: 427,296 tokens" in p.log_lines
     assert "Maximum concurrency for 8,192 tokens per request: 52.16x" in p.log_lines
     assert (p.defaults.max_num_batched_tokens, p.defaults.max_num_seqs) == (8192, 1024)
+
+
+def test_log_vocabulary_maps_onto_the_engine_config() -> None:
+    # Releases 0.5-0.7 run the V0 engine, 0.10.x the V1 engine before 0.11; any other release
+    # takes the caller's era (default v1-0.11).
+    assert era_of_version("0.6.5.dev") == "v0"
+    assert era_of_version("0.10.1.1") == "v1-0.10"
+    assert era_of_version("0.14.1") == "v1-0.11"
+    assert era_of_version("0.14.1", "v1-cudagraph") == "v1-cudagraph"
+    # compressed-tensors and modelopt checkpoints load FP8 linear layers; unknown methods 16-bit.
+    assert quantization_of("compressed-tensors") == quantization_of("modelopt") == "fp8"
+    assert quantization_of("MXFP4") == "mxfp4"
+    assert quantization_of("awq") == "none"
+    assert kv_cache_dtype_of("fp8_e5m2") == "fp8"
+    assert kv_cache_dtype_of("auto") == "auto"
 
 
 def test_defaults_depend_on_the_gpu() -> None:
