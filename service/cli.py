@@ -18,15 +18,9 @@ from typing import Any, TypeVar
 import msgspec
 
 from service.api.render import cost_text, matrix_csv, plans_csv
-from service.catalogue.convert import (
-    gpu_price_of,
-    gpu_spec_of,
-    link_spec_of,
-    model_spec_of,
-    number_format_of,
-)
+from service.catalogue.cache import snapshot_of
+from service.catalogue.convert import gpu_price_of
 from service.catalogue.errors import NotFound
-from service.catalogue.lookup import KIND, closest, normalise
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.plans.compute import (
     DEFAULT_MATRIX_FORMATS,
@@ -46,12 +40,19 @@ from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan
 from service.sizing.units import label_bytes, to_gb, to_gib
 
 COMMANDS = ("plan", "matrix", "offload")
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
+SHIPPED = (
+    (Interconnect, "interconnects.json"),
+    (Gpu, "gpus.json"),
+    (Model, "models.json"),
+    (Format, "formats.json"),
+)
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 
 
@@ -79,45 +80,26 @@ def _rows(table: type[Row], file_name: str) -> list[Row]:
 
 
 class LocalCatalogue:
-    """The rows migration 0002 ships, resolved by slug or alias the way the server resolves."""
+    """The rows migration 0002 ships, as the server's catalogue cache holds them: resolved by
+    slug or alias the way the server resolves."""
 
     def __init__(self) -> None:
-        self.links = {r.slug: link_spec_of(r) for r in _rows(Interconnect, "interconnects.json")}
-        self.gpus = _rows(Gpu, "gpus.json")
-        self.models = _rows(Model, "models.json")
-        self.formats = _rows(Format, "formats.json")
-
-    @staticmethod
-    def resolve(rows: Sequence[Row], name: str, field: str) -> Row:
-        key = normalise(name)
-        for row in rows:
-            if row.slug == key:
-                return row
-        candidates = [r for r in rows if key in (r.aliases or [])] or [
-            r for r in rows if key and r.slug.startswith(key + "-")
-        ]
-        if len(candidates) == 1:
-            return candidates[0]
-        kind = KIND[type(rows[0])] if rows else "row"
-        if candidates:
-            slugs = [r.slug for r in candidates]
-            raise NotFound(field=field, slug=name, kind=kind, suggestions=slugs, ambiguous=True)
-        raise NotFound(field=field, slug=name, kind=kind, suggestions=closest(key, list(rows)))
+        self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})
 
     def gpu(self, name: str, field: str = "gpu") -> GpuSpec:
-        return gpu_spec_of(self.resolve(self.gpus, name, field), self.links)
+        return self.snapshot.gpu_spec(name, field)
 
     def all_gpus(self) -> list[GpuSpec]:
-        return [gpu_spec_of(row, self.links) for row in self.gpus]
+        return self.snapshot.all_gpu_specs()
 
     def prices(self) -> dict[str, GpuPrice]:
-        return {row.slug: gpu_price_of(row) for row in self.gpus}
+        return {row.slug: gpu_price_of(row) for row in self.snapshot.rows[Gpu.__tablename__]}
 
-    def model(self, name: str, field: str = "model") -> Any:
-        return model_spec_of(self.resolve(self.models, name, field))
+    def model(self, name: str, field: str = "model") -> ModelSpec:
+        return self.snapshot.model_spec(name, field)
 
     def number_format(self, name: str, field: str) -> NumberFormat:
-        return number_format_of(self.resolve(self.formats, name, field))
+        return self.snapshot.number_format(name, field)
 
     def formats_for(self, weight: str, kv: str | None) -> tuple[NumberFormat, NumberFormat]:
         weights = self.number_format(weight, "weight_format")
@@ -150,9 +132,7 @@ def local_plan(request: PlanRequest) -> PlanAnswer | TrainingAnswer:
 def local_matrix(request: MatrixRequest) -> CostedMatrix:
     """What POST /matrix answers for ``request`` on the shipped catalogue."""
     cat = local_catalogue()
-    models = [cat.model(s, "models") for s in request.models] or [
-        model_spec_of(r) for r in cat.models
-    ]
+    models = [cat.model(s, "models") for s in request.models] or cat.snapshot.all_model_specs()
     gpus = [cat.gpu(s, "gpus") for s in request.gpus] or cat.all_gpus()
     formats = [cat.number_format(s, "formats") for s in (request.formats or DEFAULT_MATRIX_FORMATS)]
     kv = None
@@ -167,10 +147,7 @@ def local_offload(request: OffloadRequest) -> Offload:
     model = cat.model(request.model)
     gpu = cat.gpu(request.gpu)
     weights, kv = cat.formats_for(request.weight_format, request.kv_format)
-    link = None
-    if request.link is not None:
-        links = _rows(Interconnect, "interconnects.json")
-        link = cat.links[cat.resolve(links, request.link, "link").slug]
+    link = None if request.link is None else cat.snapshot.link_spec(request.link)
     return answer_offload(request, model, gpu, weights, kv, link)
 
 
