@@ -16,7 +16,7 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import msgspec
@@ -28,7 +28,6 @@ from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 
-T = TypeVar("T")
 RETRY_STATUSES = frozenset({429, 503})
 DEFAULT_TIMEOUT_S = 30.0
 USER_AGENT = "gpu-capacity-planner-client/0.1"
@@ -211,6 +210,16 @@ class _Base:
             answer=Offload,
         )
 
+    @staticmethod
+    def _page(path: str, answer: type[msgspec.Struct], limit: int, offset: int) -> _Call:
+        return _Call(
+            method="GET", path=path, params={"limit": limit, "offset": offset}, answer=answer
+        )
+
+    @staticmethod
+    def _one(path: str, slug: str, answer: type[msgspec.Struct]) -> _Call:
+        return _Call(method="GET", path=f"{path}/{slug}", answer=answer)
+
 
 class PlannerClient(_Base):
     """Synchronous client; use as a context manager or call ``close()``."""
@@ -288,33 +297,19 @@ class PlannerClient(_Base):
         return answer
 
     def gpus(self, limit: int = 500, offset: int = 0) -> GpuPage:
-        page: GpuPage = self._send(
-            _Call(
-                method="GET",
-                path="/gpus",
-                params={"limit": limit, "offset": offset},
-                answer=GpuPage,
-            )
-        )
+        page: GpuPage = self._send(self._page("/gpus", GpuPage, limit, offset))
         return page
 
     def gpu(self, slug: str) -> GpuBody:
-        row: GpuBody = self._send(_Call(method="GET", path=f"/gpus/{slug}", answer=GpuBody))
+        row: GpuBody = self._send(self._one("/gpus", slug, GpuBody))
         return row
 
     def models(self, limit: int = 500, offset: int = 0) -> ModelPage:
-        page: ModelPage = self._send(
-            _Call(
-                method="GET",
-                path="/models",
-                params={"limit": limit, "offset": offset},
-                answer=ModelPage,
-            )
-        )
+        page: ModelPage = self._send(self._page("/models", ModelPage, limit, offset))
         return page
 
     def model(self, slug: str) -> ModelBody:
-        row: ModelBody = self._send(_Call(method="GET", path=f"/models/{slug}", answer=ModelBody))
+        row: ModelBody = self._send(self._one("/models", slug, ModelBody))
         return row
 
 
@@ -394,33 +389,17 @@ class AsyncPlannerClient(_Base):
         return answer
 
     async def gpus(self, limit: int = 500, offset: int = 0) -> GpuPage:
-        page: GpuPage = await self._send(
-            _Call(
-                method="GET",
-                path="/gpus",
-                params={"limit": limit, "offset": offset},
-                answer=GpuPage,
-            )
-        )
+        page: GpuPage = await self._send(self._page("/gpus", GpuPage, limit, offset))
         return page
 
     async def gpu(self, slug: str) -> GpuBody:
-        row: GpuBody = await self._send(_Call(method="GET", path=f"/gpus/{slug}", answer=GpuBody))
+        row: GpuBody = await self._send(self._one("/gpus", slug, GpuBody))
         return row
 
     async def models(self, limit: int = 500, offset: int = 0) -> ModelPage:
-        page: ModelPage = await self._send(
-            _Call(
-                method="GET",
-                path="/models",
-                params={"limit": limit, "offset": offset},
-                answer=ModelPage,
-            )
-        )
+        page: ModelPage = await self._send(self._page("/models", ModelPage, limit, offset))
         return page
 
     async def model(self, slug: str) -> ModelBody:
-        row: ModelBody = await self._send(
-            _Call(method="GET", path=f"/models/{slug}", answer=ModelBody)
-        )
+        row: ModelBody = await self._send(self._one("/models", slug, ModelBody))
         return row
