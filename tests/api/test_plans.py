@@ -233,6 +233,15 @@ async def test_only_the_author_edits_or_submits(client: Client, people: Cast) ->
     assert edit.status_code == 403 and "only the author (alice)" in edit.json()["detail"]
     submit = await act(client, "POST", f"{path}/submit", people.carol, 1)
     assert submit.status_code == 403
+    problem = submit.json()
+    assert problem["type"] == "urn:gpu-planner:not-permitted"
+    assert problem["detail"] == "only the author (alice) may submit this plan; you are carol"
+    unchanged = (await client.get(path, headers=people.vic)).json()
+    assert (unchanged["name"], unchanged["status"], unchanged["version"]) == (
+        plan["name"],
+        "draft",
+        1,
+    )
 
 
 async def test_if_match_is_required_and_must_be_current(client: Client, people: Cast) -> None:
@@ -248,6 +257,9 @@ async def test_if_match_is_required_and_must_be_current(client: Client, people: 
         stale = await act(client, method, path + suffix, people.alice, 7, payload)
         assert stale.status_code == 412, stale.text
         assert "now version 1" in stale.json()["detail"]
+        assert stale.json()["errors"] == [
+            {"field": "If-Match", "message": "the current version is 1"}
+        ]
     for header in ('W/"1"', "*", "1", '"1', '"x"'):
         weak = await client.patch(path, json={}, headers={**people.alice, "If-Match": header})
         assert weak.status_code == 412, header  # strong comparison; * would skip the check
@@ -256,6 +268,10 @@ async def test_if_match_is_required_and_must_be_current(client: Client, people: 
     sub = await act(client, "POST", f"{path}/submit", people.alice, 2)
     review = await act(client, "POST", f"{path}/reviews", people.bob, None, {"decision": "approve"})
     assert sub.status_code == 200 and review.status_code == 428
+    assert review.json()["errors"] == [{"field": "If-Match", "message": "missing"}]
+    # Nothing was decided: still submitted, at version 3 (created 1, edited 2, submitted 3).
+    after = (await client.get(path, headers=people.vic)).json()
+    assert (after["status"], after["version"]) == ("submitted", 3)
 
 
 WRITES = [
@@ -311,6 +327,7 @@ async def test_an_idempotency_key_makes_a_retry_return_the_first_plan(
     )
     assert other_body.status_code == 422, other_body.text
     assert other_body.json()["errors"][0]["field"] == "Idempotency-Key"
+    assert f"(it created plan {first.json()['id']})" in other_body.json()["detail"]
     # Keys belong to their caller: carol's identical key is a new plan.
     carols = await client.post("/plans", json=body("retried"), headers={**people.carol, **key})
     assert carols.status_code == 201 and carols.json()["id"] != first.json()["id"]
@@ -339,6 +356,7 @@ async def test_bad_input_is_a_problem_naming_the_field(client: Client, people: C
         await post("/plans", json=body(kv_format="int4"), headers=a), 422, "request.kv_format"
     )
     await problem(await client.get("/plans/999999", headers=a), 404, "plan_id")
+    assert (await client.get("/plans/999999", headers=a)).json()["detail"] == "no plan 999999"
     await problem(await client.get(f"/plans/{2**60}", headers=a), 400, "plan_id")
     await problem(
         await client.get("/plans", params={"cursor": "bm90LWEtY3Vyc29y"}, headers=a), 422, "cursor"
@@ -444,6 +462,18 @@ async def test_csv_list_and_markdown_plan(client: Client, people: Cast) -> None:
     assert row["spare_GB"] == "23.518"  # 23,518,404,608 / 10^9
     assert row["spare_GiB"] == "21.903"  # / 2^30 = 21.9032...
     assert (row["gpu_count"], row["fit_status"], row["status"]) == ("4", "tight", "approved")
+    assert response.headers["content-disposition"] == 'attachment; filename="plans.csv"'
+    # One plan a page, and alice has at least two (this one and the next): the CSV names the
+    # next page in Link, with the same cursor as the JSON page.
+    await create(client, people.alice, body("a second plan"))
+    params = {"author": "alice", "limit": 1}
+    first = await client.get("/plans", params=params, headers={**people.vic, "Accept": "text/csv"})
+    assert len(list(csv.DictReader(io.StringIO(first.text)))) == 1
+    cursor = (await client.get("/plans", params=params, headers=people.vic)).json()["next_cursor"]
+    assert cursor is not None
+    link = first.headers["link"]
+    assert link.startswith("</plans?") and link.endswith('>; rel="next"')
+    assert f"cursor={cursor}" in link
 
     md = await client.get(path, headers={**people.vic, "Accept": "text/markdown"})
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
