@@ -129,44 +129,49 @@ def compare(
                 likely_cause=cause,
             )
         )
-    if log.activation_bytes is not None:
-        rel = _rel(log.activation_bytes, g.activation_bytes)
+    # The budget's terms: (quantity, logged, predicted, predicted GiB, tolerance, likely cause).
+    budget = (
+        (
+            "activation_gib",
+            log.activation_bytes,
+            g.activation_bytes,
+            g.activation_gib,
+            0.25,
+            "The activation peak follows max_num_batched_tokens and max_num_seqs x vocabulary; "
+            "lower them to free KV memory.",
+        ),
+        (
+            "non_torch_gib",
+            log.non_torch_bytes,
+            g.non_torch_bytes,
+            g.non_torch_gib,
+            0.5,
+            "Non-torch memory is the CUDA context, NCCL and all-reduce buffers (higher with "
+            "TP > 1), or another process on the same GPU.",
+        ),
+        (
+            "kv_cache_gib",
+            log.kv_cache_bytes,
+            g.kv_cache_bytes,
+            g.kv_cache_gib,
+            0.05,
+            "The KV budget is what the weights, activation peak and non-torch memory leave of "
+            "total x gpu_memory_utilization; another process on the GPU or a different "
+            "utilisation also moves it.",
+        ),
+    )
+    for quantity, logged, predicted, predicted_gib, tolerance, cause in budget:
+        if logged is None:
+            continue
+        rel = _rel(logged, predicted)
         diffs.append(
             Difference(
-                quantity="activation_gib",
-                logged=round(log.activation_bytes / GiB, 2),
-                predicted=g.activation_gib,
+                quantity=quantity,
+                logged=round(logged / GiB, 2),
+                predicted=predicted_gib,
                 relative_error=rel,
-                severity="info" if rel is None or abs(rel) < 0.25 else "warning",
-                likely_cause="The activation peak follows max_num_batched_tokens and "
-                "max_num_seqs x vocabulary; lower them to free KV memory.",
-            )
-        )
-    if log.non_torch_bytes is not None:
-        rel = _rel(log.non_torch_bytes, g.non_torch_bytes)
-        diffs.append(
-            Difference(
-                quantity="non_torch_gib",
-                logged=round(log.non_torch_bytes / GiB, 2),
-                predicted=g.non_torch_gib,
-                relative_error=rel,
-                severity="info" if rel is None or abs(rel) < 0.5 else "warning",
-                likely_cause="Non-torch memory is the CUDA context, NCCL and all-reduce buffers "
-                "(higher with TP > 1), or another process on the same GPU.",
-            )
-        )
-    if log.kv_cache_bytes is not None:
-        rel = _rel(log.kv_cache_bytes, g.kv_cache_bytes)
-        diffs.append(
-            Difference(
-                quantity="kv_cache_gib",
-                logged=round(log.kv_cache_bytes / GiB, 2),
-                predicted=g.kv_cache_gib,
-                relative_error=rel,
-                severity="info" if rel is None or abs(rel) <= 0.05 else "warning",
-                likely_cause="The KV budget is what the weights, activation peak and non-torch "
-                "memory leave of total x gpu_memory_utilization; another process on the GPU or a "
-                "different utilisation also moves it.",
+                severity="info" if rel is None or abs(rel) <= tolerance else "warning",
+                likely_cause=cause,
             )
         )
     logged_tokens = log.kv_cache_tokens
