@@ -7,6 +7,8 @@ from typing import Any
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
+from tests.conftest import new_key
+
 Client = AsyncTestClient[Litestar]
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 GB = 10**9
@@ -58,9 +60,14 @@ async def test_import_with_index_reports_the_difference(
     assert answer["model"]["checkpoint_bytes"] == 0  # unquantised
 
 
-async def test_import_needs_an_admin(client: Client) -> None:
+async def test_import_needs_an_admin(client: Client, database_url: str) -> None:
     body = {"slug": "nope", "config_json": config("qwen3-8b")}
-    assert (await client.post("/models/import", json=body)).status_code == 401
+    anonymous = await client.post("/models/import", json=body)
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    planner = {"Authorization": f"Bearer {await new_key(database_url, 'planner')}"}
+    assert (await client.post("/models/import", json=body, headers=planner)).status_code == 403
+    assert (await client.get("/models/nope")).status_code == 404  # nothing written
 
 
 async def test_unsupported_or_malformed_configs_are_422_and_write_nothing(
@@ -80,6 +87,10 @@ async def test_unsupported_or_malformed_configs_are_422_and_write_nothing(
 async def test_importing_an_existing_slug_is_409(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    body = {"slug": "llama-3.1-8b", "config_json": config("llama-3.1-8b")}
+    # Import Qwen3-8B's config under the shipped Llama slug: refused, the row untouched.
+    body = {"slug": "llama-3.1-8b", "config_json": config("qwen3-8b")}
     response = await client.post("/models/import", json=body, headers=admin_headers)
     assert response.status_code == 409
+    assert response.json()["errors"][0]["field"] == "slug"
+    kept = (await client.get("/models/llama-3.1-8b")).json()
+    assert kept["total_params"] == 8_030_261_248 and kept["layers"] == 32
