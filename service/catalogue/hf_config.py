@@ -165,13 +165,12 @@ def _base(
     tie: bool,
     experts: Experts | None = None,
     norms: int = 2,
-    intermediate_key: str = "intermediate_size",
 ) -> Architecture:
     return Architecture(
         layers=c.integer("num_hidden_layers"),
         hidden_size=c.integer("hidden_size"),
         vocab_size=c.integer("vocab_size"),
-        intermediate_size=c.integer(intermediate_key),
+        intermediate_size=c.integer("intermediate_size"),
         attention=attention,
         experts=experts,
         tie_word_embeddings=c.flag("tie_word_embeddings", tie),
@@ -185,8 +184,8 @@ def _uniform_window(c: _Config, layers: int) -> tuple[tuple[LayerType, ...], int
     return _uniform("sliding" if window else "full", layers), window
 
 
-# Each family: config -> (architecture, layer types, sliding window, notes).
-Parsed = tuple[Architecture, tuple[LayerType, ...], int, list[str]]
+# Each family: config -> (architecture, layer types, sliding window).
+Parsed = tuple[Architecture, tuple[LayerType, ...], int]
 
 
 def _llama(c: _Config) -> Parsed:
@@ -194,7 +193,7 @@ def _llama(c: _Config) -> Parsed:
     require(not c.flag("mlp_bias", False), c.field("mlp_bias"), "MLP biases are not supported")
     arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias), tie=False)
     kinds, window = _uniform_window(c, arch.layers)
-    return arch, kinds, window, []
+    return arch, kinds, window
 
 
 def _mixtral(c: _Config) -> Parsed:
@@ -205,7 +204,7 @@ def _mixtral(c: _Config) -> Parsed:
     )
     arch = _base(c, _gqa(c), tie=False, experts=experts)
     kinds, window = _uniform_window(c, arch.layers)
-    return arch, kinds, window, []
+    return arch, kinds, window
 
 
 def _qwen2(c: _Config) -> Parsed:
@@ -216,13 +215,13 @@ def _qwen2(c: _Config) -> Parsed:
         window = c.integer("sliding_window")
         first_windowed = c.integer("max_window_layers", arch.layers, minimum=0)
         kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i >= first_windowed else "full")
-    return arch, kinds, window, []
+    return arch, kinds, window
 
 
 def _qwen3(c: _Config) -> Parsed:
     bias = c.flag("attention_bias", False)
     arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias, qk_norm=True), tie=False)
-    return arch, _uniform("full", arch.layers), 0, []
+    return arch, _uniform("full", arch.layers), 0
 
 
 def _qwen3_moe(c: _Config) -> Parsed:
@@ -239,7 +238,7 @@ def _qwen3_moe(c: _Config) -> Parsed:
     )
     bias = c.flag("attention_bias", False)
     arch = _base(c, _gqa(c, qkv_bias=bias, o_bias=bias, qk_norm=True), tie=False, experts=experts)
-    return arch, _uniform("full", layers), 0, []
+    return arch, _uniform("full", layers), 0
 
 
 def _deepseek_v3(c: _Config) -> Parsed:
@@ -265,7 +264,7 @@ def _deepseek_v3(c: _Config) -> Parsed:
         dense_layers=c.integer("first_k_dense_replace", 0, minimum=0),
     )
     arch = _base(c, attention, tie=False, experts=experts)
-    return arch, _uniform("mla", arch.layers), 0, []
+    return arch, _uniform("mla", arch.layers), 0
 
 
 def _gpt_oss(c: _Config) -> Parsed:
@@ -278,21 +277,21 @@ def _gpt_oss(c: _Config) -> Parsed:
     )
     arch = _base(c, _gqa(c, qkv_bias=True, o_bias=True, sinks=True), tie=False, experts=experts)
     kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i % 2 == 0 else "full")
-    return arch, kinds, c.integer("sliding_window"), []
+    return arch, kinds, c.integer("sliding_window")
 
 
 def _gemma2(c: _Config) -> Parsed:
     arch = _base(c, _gqa(c), tie=True, norms=4)
     # Gemma 2 alternates: even layers attend through the sliding window.
     kinds = _layer_types(c, arch.layers, lambda i: "sliding" if i % 2 == 0 else "full")
-    return arch, kinds, c.integer("sliding_window"), []
+    return arch, kinds, c.integer("sliding_window")
 
 
 def _gemma3_text(c: _Config) -> Parsed:
     arch = _base(c, _gqa(c, qk_norm=True), tie=True, norms=4)
     pattern = c.integer("sliding_window_pattern", c.raw.get("_sliding_window_pattern", 6))
     kinds = _layer_types(c, arch.layers, lambda i: "full" if (i + 1) % pattern == 0 else "sliding")
-    return arch, kinds, c.integer("sliding_window"), []
+    return arch, kinds, c.integer("sliding_window")
 
 
 FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
@@ -391,7 +390,8 @@ def import_config(
             f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}",
         )
     c = top.sub("text_config") if model_type == "gemma3" else top
-    arch, kinds, window, notes = FAMILIES[model_type](c)
+    arch, kinds, window = FAMILIES[model_type](c)
+    notes: list[str] = []
     vision = 0
     if model_type == "gemma3":
         v = top.sub("vision_config")
