@@ -1,0 +1,96 @@
+"""Reading vLLM start-up logs (service/sizing/startup_log.py): the numbers each line carries.
+
+Expected values are read off the log lines by hand (GiB x 2^30, rounded to the byte)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.sizing.errors import SizingError
+from service.sizing.startup_log import parse_nvidia_smi, parse_startup_log
+
+GIB = 2**30
+MIB = 2**20
+CASES = Path(__file__).resolve().parent.parent.parent / "data" / "vllm_logs"
+
+
+def _log(case: str) -> str:
+    return "\n".join(json.loads((CASES / f"{case}.json").read_text())["log_lines"])
+
+
+def test_v0_memory_profile_lines() -> None:
+    # vLLM PR #10511 (V0, H100): one worker.py line per quantity.
+    log = parse_startup_log(_log("vllm-pr10511-h100-llama-3-8b-tp1"))
+    assert log.model == "meta-llama/Meta-Llama-3-8B"  # from "vllm serve <model>"
+    assert log.total_gpu_memory_bytes == round(79.22 * GIB)
+    assert log.gpu_memory_utilization == 0.90
+    assert log.weights_bytes == round(14.96 * GIB)
+    assert log.non_torch_bytes == round(1.79 * GIB)
+    assert log.activation_bytes == round(1.26 * GIB)
+    assert log.kv_cache_bytes == round(53.29 * GIB)
+    assert log.kv_cache_tokens is None and not log.failed
+    # total, utilisation, weights, non-torch, activation, available_kv_cache_memory: six lines
+    # ("the current vLLM instance can use" and the command line carry no budget term).
+    assert log.matched_lines == 6
+
+
+def test_v0_failure_with_one_line_profile() -> None:
+    # vLLM issue #10517 (V0, RTX 3090, 29,000-token context): weights in "GB", the one-line
+    # profiling summary, the block count, the concurrency line and the max-seq-len failure.
+    log = parse_startup_log(_log("vllm-10517-rtx3090-llama-3.1-8b-29k-fails"))
+    assert log.weights_bytes == round(14.9888 * GIB)
+    assert log.total_gpu_memory_bytes == round(23.58 * GIB)
+    assert log.non_torch_bytes == round(0.35 * GIB)
+    assert log.kv_cache_bytes == round(2.89 * GIB)
+    assert log.gpu_memory_utilization == 0.90
+    assert log.gpu_blocks == 1478
+    assert (log.concurrency_tokens, log.max_concurrency) == (29_000, 0.82)
+    assert log.failed and log.failure is not None
+    assert log.failure.startswith("The model's max seq len (29000) is larger")
+    assert log.matched_lines == 5
+
+
+def test_v1_lines_and_echoed_flags() -> None:
+    # dennislee22 A100 (V1 0.10.1.1): the non-default args dict and the V1 lines.
+    log = parse_startup_log(_log("dennislee-a100-qwen2-7b-util0.5"))
+    assert (log.max_model_len, log.gpu_memory_utilization) == (16_384, 0.5)
+    assert log.max_num_batched_tokens == 2048
+    assert log.weights_bytes == round(14.2488 * GIB)
+    assert log.kv_cache_bytes == round(24.83 * GIB)
+    assert log.kv_cache_tokens == 464_848
+    assert (log.concurrency_tokens, log.max_concurrency) == (16_384, 28.37)
+    assert log.cuda_graph_bytes == round(0.50 * GIB)
+    assert not log.failed
+
+
+def test_v1_too_small_failure() -> None:
+    line = (
+        "ValueError: To serve at least one request with the models's max seq len (131072), "
+        "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(4.50 GiB)."
+    )
+    log = parse_startup_log(line)
+    assert log.failed and log.max_model_len == 131_072
+    assert log.kv_cache_bytes == round(4.5 * GIB)
+    assert (
+        log.failure
+        == "16.00 GiB of KV cache needed for one request of 131072 tokens, 4.50 GiB available"
+    )
+
+
+def test_nvidia_smi_csv_in_mib() -> None:
+    csv = (
+        "index, name, memory.used [MiB], memory.total [MiB]\n"
+        "0, NVIDIA H100 80GB HBM3, 73042 MiB, 81559 MiB\n"
+    )
+    (gpu,) = parse_nvidia_smi(csv)
+    assert (gpu.index, gpu.name) == (0, "NVIDIA H100 80GB HBM3")
+    assert (gpu.memory_used_bytes, gpu.memory_total_bytes) == (73_042 * MIB, 81_559 * MIB)
+
+
+def test_text_without_a_startup_line_names_the_expected_ones() -> None:
+    with pytest.raises(SizingError) as e:
+        parse_startup_log("hello\nworld")
+    assert e.value.field == "log"
+    assert "Available KV cache memory: X GiB" in str(e.value)
