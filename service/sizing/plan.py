@@ -18,7 +18,7 @@ from service.sizing.advice import PlanWarning
 from service.sizing.errors import NoValidSplit, SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import CapacityBasis, GpuSpec, validate_gpu
-from service.sizing.kv import kv_bytes_per_token, kv_shape
+from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
@@ -343,6 +343,7 @@ def _finish(
     per = layout.per_gpu
     busiest_fraction = per.spare_bytes / per.budget_bytes if per.budget_bytes > 0 else -1.0
     status = spare_status(min(fraction, busiest_fraction))
+    whole_model_kv = kv_shape(model, kv_format)  # tp=1, no replication
     return Plan(
         model=model.slug,
         gpu=gpu.slug,
@@ -356,8 +357,8 @@ def _finish(
         pipeline_parallel=layout.split.pipeline_parallel,
         nodes=layout.split.nodes,
         weights_bytes=layout.total_weights,
-        kv_bytes_per_token=kv_bytes_per_token(model, kv_format),
-        kv_fixed_bytes_per_sequence=kv_shape(model, kv_format).fixed_bytes_per_sequence(
+        kv_bytes_per_token=whole_model_kv.growth_bytes_per_token,
+        kv_fixed_bytes_per_sequence=whole_model_kv.fixed_bytes_per_sequence(
             workload.context_tokens
         ),
         kv_cache_bytes=layout.total_kv,
