@@ -252,7 +252,7 @@ async def review(
 
 def _outcome(answer: Answer) -> Outcome:
     """The answer's fields that Outcome names (both answer kinds have them all)."""
-    return Outcome(**{field: getattr(answer, field) for field in Outcome.__struct_fields__})
+    return msgspec.convert(answer, Outcome, from_attributes=True)
 
 
 async def recheck(session: AsyncSession, plan_id: int) -> Recheck:

@@ -75,16 +75,7 @@ def summary(row: PlanRow) -> PlanSummary:
 
 
 def event_of(row: PlanEventRow) -> PlanEvent:
-    return PlanEvent(
-        kind=row.kind,  # type: ignore[arg-type]
-        actor=row.actor,
-        at=row.at,
-        version=row.version,
-        from_status=row.from_status,  # type: ignore[arg-type]
-        to_status=row.to_status,  # type: ignore[arg-type]
-        decision=row.decision,  # type: ignore[arg-type]
-        comment=row.comment,
-    )
+    return msgspec.convert(row, PlanEvent, from_attributes=True)
 
 
 async def get(session: AsyncSession, plan_id: int) -> PlanRow:
