@@ -10,6 +10,7 @@ non-default args dict, and the start-up failures ("No available memory for the c
 """
 
 import re
+from collections.abc import Callable
 
 import msgspec
 
@@ -109,6 +110,24 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     ),
 }
 
+_READS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "weights": ("weights_bytes", _gib),
+    "weights_v0": ("weights_bytes", _gib),
+    "non_torch": ("non_torch_bytes", _gib),
+    "activation": ("activation_bytes", _gib),
+    "kv_rest": ("kv_cache_bytes", _gib),
+    "kv_v0_line": ("kv_cache_bytes", _gib),
+    "kv_size_v0": ("kv_cache_bytes", _gib),
+    "kv_available": ("kv_cache_bytes", _gib),
+    "kv_tokens": ("kv_cache_tokens", lambda s: int(_f(s))),
+    "blocks": ("gpu_blocks", lambda s: int(_f(s))),
+    "total": ("total_gpu_memory_bytes", _gib),
+    "util_v0": ("gpu_memory_utilization", _f),
+    "graphs": ("cuda_graph_bytes", _gib),
+    "version": ("vllm_version", str),
+}
+"""The patterns whose one number (or word) sets one field; the first line that says it wins."""
+
 _CONFIG: dict[str, re.Pattern[str]] = {
     "model": re.compile(r"\bmodel='([^']+)'"),
     "tensor_parallel_size": re.compile(r"tensor_parallel_size['\"]?\s*[=:]\s*(\d+)"),
@@ -183,29 +202,12 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                 continue
             hit = True
             g = m.groups()
-            if name in ("weights", "weights_v0"):
-                found.setdefault("weights_bytes", _gib(g[0]))
-            elif name == "non_torch":
-                found.setdefault("non_torch_bytes", _gib(g[0]))
-            elif name == "activation":
-                found.setdefault("activation_bytes", _gib(g[0]))
-            elif name in ("kv_rest", "kv_v0_line", "kv_size_v0", "kv_available"):
-                found.setdefault("kv_cache_bytes", _gib(g[0]))
-            elif name == "kv_tokens":
-                found.setdefault("kv_cache_tokens", int(_f(g[0])))
-            elif name == "blocks":
-                found.setdefault("gpu_blocks", int(_f(g[0])))
+            if name in _READS:
+                field, read = _READS[name]
+                found.setdefault(field, read(g[0]))
             elif name == "concurrency":
                 found.setdefault("concurrency_tokens", int(_f(g[0])))
                 found.setdefault("max_concurrency", _f(g[1]))
-            elif name == "total":
-                found.setdefault("total_gpu_memory_bytes", _gib(g[0]))
-            elif name == "util_v0":
-                found.setdefault("gpu_memory_utilization", _f(g[0]))
-            elif name == "graphs":
-                found.setdefault("cuda_graph_bytes", _gib(g[0]))
-            elif name == "version":
-                found.setdefault("vllm_version", g[0])
             elif name == "no_memory":
                 found["failed"] = True
                 found.setdefault("failure", "No available memory for the cache blocks")
