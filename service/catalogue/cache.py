@@ -40,7 +40,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
-from service.catalogue.lookup import KIND, choose, normalise
+from service.catalogue.lookup import KIND, Row, choose, normalise, serving_snapshot
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -143,6 +143,15 @@ async def load(session: AsyncSession, current: str) -> Snapshot:
     }
     session.expunge_all()
     return snapshot_of(rows, current)
+
+
+async def serving_rows(session: AsyncSession, table: type[Row]) -> Sequence[Row]:
+    """Every row of ``table``: the serving snapshot's where this request computes from it
+    (lookup.serving_cache), else the database's."""
+    snapshot = await serving_snapshot()
+    if snapshot is not None:
+        return snapshot.rows[table.__tablename__]
+    return (await session.scalars(select(table))).all()
 
 
 class CatalogueCache:

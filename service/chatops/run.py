@@ -1,10 +1,10 @@
 """Run a chat command against the catalogue: the same evaluation /plan, /matrix, /offload use."""
 
 import msgspec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.catalogue import lookup
+from service.catalogue.cache import serving_rows
 from service.catalogue.errors import NotFound
 from service.catalogue.prices import gpu_prices
 from service.catalogue.tables import Gpu, Model
@@ -18,21 +18,19 @@ from service.chatops.commands import (
     Unparsed,
     parse,
 )
+from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
 from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
-from service.sizing.cost import cost_matrix
 from service.sizing.errors import SizingError
-from service.sizing.matrix import MATRIX_SPLITS, build_matrix
 from service.sizing.offload import offload
 from service.sizing.plan import Workload
 from service.sizing.units import label_bytes
 
-DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 MAX_MATRIX_FORMATS = 8
 
 
 async def _names(session: AsyncSession) -> dict[str, str]:
-    rows = (await session.execute(select(Gpu.slug, Gpu.name))).all()
-    return {slug: name for slug, name in rows}
+    """The GPUs' display names, from where this request's catalogue lookups read."""
+    return {g.slug: g.name for g in await serving_rows(session, Gpu)}
 
 
 async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
@@ -63,8 +61,8 @@ async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage
     slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
-    m = build_matrix([model], formats, gpus, Workload(splits=MATRIX_SPLITS))
-    return slack.matrix_message(cost_matrix(m, await gpu_prices(session)), await _names(session))
+    m = answer_matrix(MatrixRequest(), [model], formats, gpus, None, await gpu_prices(session))
+    return slack.matrix_message(m, await _names(session))
 
 
 async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessage:
@@ -79,10 +77,10 @@ async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessa
 
 async def _list(session: AsyncSession, c: ListCommand) -> slack.SlackMessage:
     if c.what == "gpus":
-        gpus = (await session.scalars(select(Gpu).order_by(Gpu.slug))).all()
+        gpus = sorted(await serving_rows(session, Gpu), key=lambda g: g.slug)
         lines = [f"`{g.slug}` {g.name}: {label_bytes(g.memory_bytes)}" for g in gpus]
         return slack.list_message(f"{len(lines)} GPUs in the catalogue", lines)
-    models = (await session.scalars(select(Model).order_by(Model.slug))).all()
+    models = sorted(await serving_rows(session, Model), key=lambda m: m.slug)
     lines = [f"`{m.slug}` {m.name}: {m.total_params:,} parameters" for m in models]
     return slack.list_message(f"{len(lines)} models in the catalogue", lines)
 

@@ -12,6 +12,7 @@ import urllib.parse
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+from sqlalchemy import event
 
 from service.app import create_app
 from service.chatops.signature import sign
@@ -228,3 +229,29 @@ async def test_input_the_core_refuses_is_a_message_not_an_error(client: Client) 
     answer = await ask(client, "plan llama-3.1-70b on 3 h100")
     assert answer["response_type"] == "ephemeral"
     assert "Cannot answer that" in str(answer["text"])
+
+
+async def test_a_warm_chat_command_reads_nothing_from_the_database(database_url: str) -> None:
+    # Chat commands compute from the catalogue cache like /plan: the lookups, the prices and the
+    # GPUs' display names in the reply all come from the snapshot, so once it is loaded a
+    # command issues no SQL at all (and keeps answering while the database is down).
+    app = create_app(
+        Settings(database_url=database_url, slack_signing_secret=SECRET, catalogue_refresh_s=3600)
+    )
+    statements: list[str] = []
+    async with AsyncTestClient(app=app) as client:
+        await ask(client, "help")
+        await app.state.cache.refresh()
+        engine = app.state.db_config.get_engine()
+        event.listen(
+            engine.sync_engine,
+            "before_cursor_execute",
+            lambda _conn, _cursor, statement, *_: statements.append(statement),
+        )
+        plan = await ask(client, "plan llama-3.1-70b on h100 bf16 40x8192")
+        matrix = await ask(client, "matrix llama-3.1-70b")
+        gpus = await ask(client, "gpus")
+    assert statements == []
+    assert str(plan["text"]).startswith("*4 x H100 SXM")  # the display name, from the snapshot
+    assert everything(matrix).count("\nh100-sxm ") == 1  # the matrix ran: one H100 line
+    assert gpus["text"] == "11 GPUs in the catalogue"
