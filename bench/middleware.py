@@ -15,7 +15,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.app import create_app
-from service.catalogue.lookup import serving_cache
 from service.db import migrate
 from service.settings import Settings
 
@@ -73,9 +72,8 @@ async def main() -> None:
     logging.getLogger().handlers[-1].stream = open("/dev/null", "w")  # noqa: SIM115  (log cost kept, output dropped)
     middleware = app.asgi_handler
     bare = middleware.app  # type: ignore[attr-defined]
+    # Both variants compute from the cached catalogue (/plan opts in with its route middleware).
     await middleware.cache.refresh()  # type: ignore[attr-defined]
-    # Both variants compute from the cached catalogue (the middleware is what normally sets it).
-    serving_cache.set(middleware.cache)  # type: ignore[attr-defined]
     async with app.lifespan():
         print(f"{'case':<40} {'with/without':>12}")
         for name, method, path, body, n in (
