@@ -244,26 +244,25 @@ class RequestMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id  # type: ignore[typeddict-unknown-key]
         method, path = scope["method"], scope["path"].rstrip("/") or "/"
         status = 500
-        json_answer = False
+        counted = method == "POST" and path.startswith("/plan")  # the answers _count_plans reads
+        keep_body = False
         body: list[bytes] = []
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, json_answer
+            nonlocal status, keep_body
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
-                json_answer = any(
-                    k.lower() == b"content-type" and v.startswith(b"application/json")
-                    for k, v in headers
+                keep_body = (
+                    counted
+                    and status < 300
+                    and any(
+                        k.lower() == b"content-type" and v.startswith(b"application/json")
+                        for k, v in headers
+                    )
                 )
                 message = {**message, "headers": headers}  # type: ignore[typeddict-item]
-            elif (
-                message["type"] == "http.response.body"
-                and json_answer
-                and status < 300
-                and method == "POST"
-                and path.startswith("/plan")
-            ):
+            elif message["type"] == "http.response.body" and keep_body:
                 body.append(message.get("body", b""))
             await send(message)
 
