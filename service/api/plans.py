@@ -10,6 +10,7 @@ different body is 422.
 
 import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from litestar import Controller, Request, Response, get, patch, post
 from litestar.datastructures import ResponseHeader
@@ -262,7 +263,10 @@ class PlansController(Controller):
         if _wants(request, CSV) == CSV:
             headers = {"Content-Disposition": 'attachment; filename="plans.csv"'}
             if page.next_cursor:
-                headers["Link"] = f'</plans?cursor={page.next_cursor}>; rel="next"'
+                # The same query (filters, limit) with the next cursor.
+                query = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
+                query.append(("cursor", page.next_cursor))
+                headers["Link"] = f'</plans?{urlencode(query)}>; rel="next"'
             return Response(plans_csv(page.items), media_type=CSV, headers=headers)  # type: ignore[arg-type]
         return Response(page)
 

@@ -474,6 +474,15 @@ async def test_csv_list_and_markdown_plan(client: Client, people: Cast) -> None:
     link = first.headers["link"]
     assert link.startswith("</plans?") and link.endswith('>; rel="next"')
     assert f"cursor={cursor}" in link
+    # The link keeps the filters and the page size: following it gives alice's next plan.
+    assert "author=alice" in link and "limit=1" in link
+    second = await client.get(
+        link[1 : link.index(">")], headers={**people.vic, "Accept": "text/csv"}
+    )
+    next_rows = list(csv.DictReader(io.StringIO(second.text)))
+    assert len(next_rows) == 1 and next_rows[0]["author"] == "alice"
+    first_id = next(csv.DictReader(io.StringIO(first.text)))["id"]
+    assert next_rows[0]["id"] != first_id
 
     md = await client.get(path, headers={**people.vic, "Accept": "text/markdown"})
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
