@@ -142,18 +142,19 @@ def vllm_plan(
             continue
         config = engine_config(options, tp, context_tokens, utilisation, weights, kv)
         p = predict_vllm(model, gpu, config)
-        holds = p.starts and p.kv_cache_tokens // p.max_model_len >= users
+        held = p.kv_cache_tokens // p.max_model_len
+        holds = p.starts and held >= users
         reason = (
             p.failure
-            or f"{p.kv_cache_tokens:,} tokens hold {p.kv_cache_tokens // p.max_model_len} "
-            f"conversations of {p.max_model_len:,} tokens"
+            or f"{p.kv_cache_tokens:,} tokens hold {held} conversations of "
+            f"{p.max_model_len:,} tokens"
         )
         considered.append(
             VllmSplit(
                 tensor_parallel=tp,
                 starts=p.starts,
                 holds_users=holds,
-                reason=reason or "",
+                reason=reason,
                 kv_cache_tokens=p.kv_cache_tokens,
                 max_concurrency=p.max_concurrency,
             )
