@@ -208,8 +208,8 @@ def compare(
                 + ".",
             )
         )
-    context = config.max_model_len or p.max_model_len
-    held = (logged_tokens if logged_tokens is not None else p.kv_cache_tokens) // max(context, 1)
+    context = p.max_model_len  # the config's, or the model's when the config leaves it unset
+    held = (logged_tokens if logged_tokens is not None else p.kv_cache_tokens) // context
     short = log.failed or held < users
     if short:
         diffs.append(
