@@ -301,6 +301,7 @@ FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
     "qwen2": _qwen2,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "deepseek_v2": _deepseek_v3,  # the same MLA + MoE layout (V2-Lite: no q LoRA, softmax router)
     "deepseek_v3": _deepseek_v3,
     "gpt_oss": _gpt_oss,
     "gemma2": _gemma2,

@@ -23,6 +23,7 @@ activation peak and the non-torch memory. Weights as loaded follow the checkpoin
 vLLM picks: Marlin, triton_kernels or FlashInfer; see ``mxfp4_expert_bytes``).
 """
 
+import re
 from typing import Literal
 
 import msgspec
@@ -35,10 +36,14 @@ from service.sizing.models import LayerType, ModelSpec, validate_model
 from service.sizing.parallel import stage_layers, tensor_parallel_problem
 from service.sizing.units import GiB, ceil_div
 
-EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-cudagraph"]
-"""v0: the V0 engine (<= 0.7, profiling without chunked prefill); v1-0.10 / v1-0.11: the V1
-engine, CUDA graphs captured after the budget (not counted); v1-cudagraph: later releases that
-subtract the CUDA-graph memory from the KV budget (an estimate here: no log collected yet)."""
+EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph"]
+"""How a vLLM release accounts memory at start-up (``era_of_version`` maps a release to one):
+v0: the V0 engine (0.5-0.7, profiling without chunked prefill); v1-0.10: the V1 engine in 0.10.0
+and 0.10.1 (a small sampler peak); v1-0.11: the V1 engine in 0.8, 0.9 and 0.10.2-0.14 (the dummy
+sampler's fp32 logits dominate the activation peak); v1-0.19: 0.15-0.20 (a smaller sampler peak,
+all-reduce buffers counted as non-torch memory; CUDA-graph memory estimated but not subtracted);
+v1-cudagraph: 0.21 and later, which subtract the estimated CUDA-graph memory from the KV budget
+("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len."""
 
 Quantization = Literal["none", "fp8", "mxfp4"]
 KvCacheDtype = Literal["auto", "fp8"]
@@ -50,16 +55,31 @@ DEFAULT_ERA: EngineEra = "v1-0.11"
 DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000
 """nvidia-smi total minus what torch sees (mem_get_info): H100 81,559 MiB = 79.65 GiB against
 79.18-79.22 GiB in real logs (llm-d table, vLLM PR #10511), i.e. about 0.46 GiB."""
-DRIVER_RESERVE_BYTES: dict[str, int] = {"a100-80gb": 805_000_000}
+DRIVER_RESERVE_BYTES: dict[str, int] = {
+    "a100-80gb": 805_000_000,
+    "a100-40gb": 655_000_000,
+    "mi300x": -314_000_000,
+}
 """A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
-(0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB."""
-SAMPLER_FACTOR: dict[EngineEra, float] = {"v1-0.10": 2.87, "v1-0.11": 9.71, "v1-cudagraph": 9.71}
+(0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
+A100 40GB: torch's "total capacity of 39.39 GiB" in the CUDA OOM of vLLM issue #2363, 0.61 GiB
+under nvidia-smi's 40,960 MiB. MI300X: ROCm's torch reports 191.98 GiB (the MI300X Llama 3.1 8B
+runs on vLLM 0.28), 0.29 GiB MORE than the catalogue's driver figure (196,288 MiB), hence the
+negative reserve."""
+SAMPLER_FACTOR: dict[EngineEra, float] = {
+    "v1-0.10": 2.87,
+    "v1-0.11": 9.71,
+    "v1-0.19": 3.9,
+    "v1-cudagraph": 3.9,
+}
 """V1 activation peak = factor x max_num_seqs x vocab x 4 B (the dummy sampler pass over fp32
 logits dominates the profile). 9.71: least squares over the llm-d H100 table (Llama 3.1 8B 4.76,
 Qwen3 32B 5.64, gpt-oss-20b 7.38, Llama 3.3 70B 4.84 GiB; the table's gpt-oss-120b row is left
 out: its own numbers do not add up, 71.26 - 64.38 - 7.38 - 0.13 is not its 3.33 GiB of KV).
 2.87: the dennislee22 A100 Qwen2 7B log at utilisation 0.5 (0.55 GiB of activation plus
-non-torch)."""
+non-torch). 3.9: the llm-d-planner v0.19.0 H100 logs' "torch peak memory increase" (Qwen2.5 7B
+FP8-dynamic 2.21 GiB, Llama 3.3 70B FP8-dynamic TP2 1.96 GiB: 3.81 and 4.01); later releases are
+assumed to keep it (their logs agree within the bar, see the accuracy report)."""
 V0_ACTIVATION_BASE_BYTES = 575_000_000
 V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 21.6
 """V0 activation peak = 0.536 GiB + 21.6 B x max_num_batched_tokens x hidden: least squares over
@@ -68,12 +88,26 @@ NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
     "v0": (375_809_638, 375_809_638),
     "v1-0.10": (139_586_437, 590_558_003),
     "v1-0.11": (139_586_437, 590_558_003),
-    "v1-cudagraph": (139_586_437, 590_558_003),
+    "v1-0.19": (257_698_038, 2_254_857_830),
+    "v1-cudagraph": (257_698_038, 2_254_857_830),
 }
-"""(TP = 1, TP > 1): 0.13 / 0.55 GiB in the llm-d H100 table; V0 0.35 GiB (issue #10517)."""
-CUDA_GRAPH_ESTIMATE_BYTES = 536_870_912
-"""v1-cudagraph only: 0.50 GiB, the 'Graph capturing finished ... took 0.50 GiB' of the
-dennislee22 A100 logs (an estimate: no log of an engine that counts it was collected)."""
+"""(TP = 1, TP > 1 with vLLM's custom all-reduce): 0.13 / 0.55 GiB in the llm-d H100 table
+(v0.11); 0.24 / 2.1 GiB in the llm-d-planner v0.19.0 H100 logs ("non-torch forward increase
+memory": Qwen2.5 7B FP8-dynamic TP1, Llama 3.3 70B FP8-dynamic TP2); V0 0.35 GiB (issue
+#10517). Without custom all-reduce (more than two GPUs without NVLink, GeForce cards, which
+lack peer-to-peer) a split keeps the TP = 1 figure: the L40S TP8 log of v0.10.2 reports
+0.18 GiB."""
+CUDA_GRAPH_ESTIMATE_BYTES = 1_428_076_216
+"""v1-cudagraph only (0.21+ subtract vLLM's own estimate): 1.33 GiB, the median of the
+"Estimated CUDA graph memory: X GiB total" lines of the collected v0.19 logs (0.71, 0.84, 1.82,
+2.35 GiB). The engine's estimate depends on the capture sizes and the model; this is one figure
+for all, so it is an estimate. ROCm builds leave it out (not subtracted there until vLLM PR
+#48526; the MI300X logs of 0.23 and 0.28 add up without it)."""
+MIN_CUDA_GRAPH_BYTES = 536_870_912
+"""Releases that capture CUDA graphs after sizing the KV cache (all before 0.21) need this much
+outside the budget, (1 - gpu_memory_utilization) x total: 0.50 GiB, the smallest capture logged
+by those releases ("Graph capturing finished ... took 0.50 GiB", the dennislee22 A100 logs). The
+16x H20-3e DeepSeek-R1 run at utilisation 1.0 (vLLM issue #13074) dies there."""
 Mxfp4Backend = Literal["auto", "marlin", "triton", "flashinfer-trtllm"]
 """How vLLM lays out MXFP4 experts (``vllm/model_executor/layers/quantization/mxfp4.py``,
 ``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``); see
@@ -104,14 +138,25 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     driver reserve fitted for that GPU."""
 
 
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
 def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
-    """The engine era of a vLLM release as a log prints it (0.5-0.7: V0; 0.10: V1 before 0.11);
-    ``later`` for any other release."""
-    if version.startswith(("0.5", "0.6", "0.7")):
+    """The accounting era of a vLLM release as a log prints it ("0.19.0", "0.11.0rc2.dev98",
+    "v0.31.0"); ``later`` for what names no release (an untagged build such as
+    "0.1.dev7548+g...", "unknown"). Releases before 0.5 are not modelled (SizingError)."""
+    m = _RELEASE.match(version.strip())
+    if not m or re.match(r"v?0\.1\.dev", version.strip()):
+        return later
+    major, minor, patch = int(m[1]), int(m[2]), int(m[3] or 0)
+    if major > 0 or minor >= 21:
+        return "v1-cudagraph"
+    require(minor >= 5, "vllm_version", f"vLLM {version} predates the modelled releases (0.5+)")
+    if minor <= 7:
         return "v0"
-    if version.startswith("0.10"):
+    if minor == 10 and patch <= 1:
         return "v1-0.10"
-    return later
+    return "v1-0.19" if minor >= 15 else "v1-0.11"
 
 
 def quantization_of(method: str) -> Quantization:
@@ -215,6 +260,22 @@ def torch_visible_bytes(gpu: GpuSpec) -> int:
     return smi - DRIVER_RESERVE_BYTES.get(gpu.slug, DEFAULT_DRIVER_RESERVE_BYTES)
 
 
+def is_rocm(gpu: GpuSpec) -> bool:
+    """AMD Instinct GPUs run vLLM's ROCm build."""
+    return gpu.slug.startswith("mi")
+
+
+def custom_all_reduce(gpu: GpuSpec, tensor_parallel: int) -> bool:
+    """Whether vLLM sets up its custom all-reduce (whose buffers are the larger TP > 1 non-torch
+    figure): GPUs joined by NVLink or Infinity Fabric, or two PCIe GPUs with peer-to-peer
+    (``CustomAllreduce`` refuses more than two PCIe-only GPUs; GeForce cards have no P2P)."""
+    if tensor_parallel == 1:
+        return False
+    if gpu.nvlink is not None:
+        return True
+    return tensor_parallel == 2 and not gpu.slug.startswith("rtx")
+
+
 def _embedding_params(model: ModelSpec) -> int:
     return model.vocab_size * model.hidden_size
 
@@ -315,11 +376,15 @@ def loaded_weight_bytes(
 
 
 def _layer_bytes_per_token(
-    model: ModelSpec, kind: LayerType, tp: int, kv_format: NumberFormat
+    model: ModelSpec, kind: LayerType, tp: int, kv_format: NumberFormat, era: EngineEra
 ) -> int:
-    """One layer's KV bytes per token on one rank (the page is block_size of these)."""
+    """One layer's KV bytes per token on one rank (the page is block_size of these). The V0
+    cache engine aligns MLA entries to 256 bytes (``align_to_256bytes``): DeepSeek's 576 values
+    x 2 B = 1,152 B take 1,280 (the 8x H200 DeepSeek-R1 log: 18,418 blocks, 0.9x the unaligned
+    count)."""
     shape = kv_shape(model, kv_format, tp, (kind,))
-    return shape.growth_bytes_per_token + shape.sliding_bytes_per_token
+    per_token = shape.growth_bytes_per_token + shape.sliding_bytes_per_token
+    return _round_up(per_token, 256) if era == "v0" and kind == "mla" else per_token
 
 
 class _Groups(msgspec.Struct, frozen=True):
@@ -338,6 +403,20 @@ def kv_groups(layers: tuple[LayerType, ...]) -> _Groups:
     small, large = min(full, sliding), max(full, sliding)
     size = large if large < 1.5 * small else small
     return _Groups(size, ceil_div(full, size), ceil_div(sliding, size))
+
+
+class _Stage(msgspec.Struct, frozen=True, kw_only=True):
+    """One pipeline stage's budget and blocks (every TP rank of a stage is alike)."""
+
+    weights: int
+    activation: int
+    kv_bytes: int
+    blocks: int
+    page: int
+    block_bytes: int
+    groups: int
+    per_request: int
+    need: int
 
 
 def _gib(n: int) -> float:
@@ -373,23 +452,22 @@ def predict_vllm(
         if config.mxfp4_backend == "auto"
         else config.mxfp4_backend
     )
-    weights = ceil_div(loaded_weight_bytes(model, config.quantization, tp, backend), pp)
+    loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     if config.version == "v0":
-        activation = V0_ACTIVATION_BASE_BYTES + int(
+        activation_peak = V0_ACTIVATION_BASE_BYTES + int(
             V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size
         )
     else:
         logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
-        activation = int(SAMPLER_FACTOR[config.version] * logits)
-    non_torch = NON_TORCH_BYTES[config.version][0 if tp * pp == 1 else 1]
+        activation_peak = int(SAMPLER_FACTOR[config.version] * logits)
+    non_torch = NON_TORCH_BYTES[config.version][1 if custom_all_reduce(gpu, tp) else 0]
     graphs = (
         CUDA_GRAPH_ESTIMATE_BYTES
-        if config.version == "v1-cudagraph" and not config.enforce_eager
+        if config.version == "v1-cudagraph" and not config.enforce_eager and not is_rocm(gpu)
         else 0
     )
-    kv_bytes = usable - weights - activation - non_torch - graphs
 
     kv_format = FORMATS["fp8" if config.kv_cache_dtype == "fp8" else "bf16"]
     bs, mml = config.block_size, d.max_model_len
@@ -400,11 +478,23 @@ def predict_vllm(
     sliding_blocks = (
         ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
     )
-    best: tuple[int, int, int, int, int] | None = None  # blocks, page, block bytes, groups, need
-    concurrency = 0.0
-    for layers in stage_layers(model, pp):
+    stages = stage_layers(model, pp)
+    # Pipeline stages: the first holds the embedding, the last the LM head and the sampler (the
+    # V1 activation peak); the layers' weights follow their count. The engine keeps the fewest
+    # blocks of any rank (vLLM PR #20665's TP2 x PP2 log: 12.13 GiB on the first stage, 11.33 on
+    # the last, which samples).
+    edge = ceil_div(_embedding_params(model) * 2, tp) if pp > 1 else 0
+    body = loaded - 2 * edge
+    best: _Stage | None = None
+    for index, layers in enumerate(stages):
+        first, last = index == 0, index == pp - 1
+        weights = body * len(layers) // model.layers + edge * (first + last)
+        activation = activation_peak if last or config.version == "v0" else 0
+        kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
-        page = bs * max(_layer_bytes_per_token(model, k, tp, kv_format) for k in set(layers))
+        page = bs * max(
+            _layer_bytes_per_token(model, k, tp, kv_format, config.version) for k in set(layers)
+        )
         block_bytes = page * groups.group_size
         blocks = max(kv_bytes, 0) // block_bytes
         per_request = groups.full_groups * full_blocks + groups.sliding_groups * sliding_blocks
@@ -413,13 +503,37 @@ def predict_vllm(
             full_blocks * shape.growth_bytes_per_token
             + sliding_blocks * shape.sliding_bytes_per_token
         )
-        n_groups = groups.full_groups + groups.sliding_groups
-        if best is None or blocks // n_groups < best[0] // best[3]:
-            best = (blocks, page, block_bytes, n_groups, need)
-            concurrency = blocks / per_request if per_request else 0.0
+        stage = _Stage(
+            weights=weights,
+            activation=activation,
+            kv_bytes=kv_bytes,
+            blocks=blocks,
+            page=page,
+            block_bytes=block_bytes,
+            groups=groups.full_groups + groups.sliding_groups,
+            per_request=per_request,
+            need=need,
+        )
+        if best is None or stage.blocks // stage.groups < best.blocks // best.groups:
+            best = stage
     assert best is not None
-    blocks, page, block_bytes, n_groups, need = best
-    tokens = blocks * bs if config.version == "v0" else blocks // n_groups * bs
+    weights, activation, kv_bytes = best.weights, best.activation, best.kv_bytes
+    blocks, page, block_bytes, n_groups, need = (
+        best.blocks,
+        best.page,
+        best.block_bytes,
+        best.groups,
+        best.need,
+    )
+    concurrency = blocks / best.per_request if best.per_request else 0.0
+    if config.version == "v0":
+        tokens = blocks * bs
+    elif config.version == "v1-cudagraph":
+        # Newer _report_kv_cache_config (vLLM PRs #38364 / #40694, after 0.19): concurrency x
+        # max_model_len; the 0.23 Gemma 3 log on MI300X prints 1,217,591, not a block multiple.
+        tokens = int(concurrency * mml)
+    else:
+        tokens = blocks // n_groups * bs
 
     failure: str | None = None
     if kv_bytes <= 0:
@@ -437,6 +551,12 @@ def predict_vllm(
         failure = (
             f"The model's max seq len ({mml}) is larger than the maximum number of tokens that "
             f"can be stored in KV cache ({tokens})"
+        )
+    elif not graphs and not config.enforce_eager and total - usable < MIN_CUDA_GRAPH_BYTES:
+        failure = (
+            f"CUDA out of memory capturing CUDA graphs: the KV cache takes the budget up to "
+            f"gpu_memory_utilization {config.gpu_memory_utilization}, leaving "
+            f"{_gib(total - usable)} GiB for the graphs, which this release captures afterwards"
         )
     if n_groups > 1:
         notes.append(
