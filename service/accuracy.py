@@ -18,6 +18,7 @@ from service.sizing.engine import (
     EnginePrediction,
     era_of_version,
     kv_cache_dtype_of,
+    mla_latent_cache_of,
     predict_vllm,
     quantization_of,
 )
@@ -142,6 +143,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
         version=era_of_version(case["vllm_version"]),
+        mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
 
@@ -179,7 +181,10 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
     groups = 1 if p.version == "v0" else p.kv_groups
 
     def tokens_of(gib: float) -> int:
-        return int(max(gib, 0) * GiB) // p.per_gpu.block_bytes // groups * bs
+        blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
+        if p.version == "v1-cudagraph":  # concurrency x max_model_len
+            return int(blocks / p.blocks_per_request * p.max_model_len)
+        return blocks // groups * bs
 
     return tokens_of(kv - 0.005), tokens_of(kv + 0.005)
 

@@ -133,22 +133,34 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     enforce_eager: bool = False
     usage: UsageContext = "api_server"
     version: EngineEra = DEFAULT_ERA
+    mla_latent_cache: bool = True
+    """False for releases before 0.7.1 (``mla_latent_cache_of``), which cached DeepSeek's
+    attention as full K and V of 256 values per head instead of the MLA latent."""
     gpu_total_bytes: int | None = None
     """What torch sees on the GPU (a log's total_gpu_memory); None: nvidia-smi minus the
     driver reserve fitted for that GPU."""
 
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+|x))?")
+"""A release as logs and notes print it; an "x" patch ("0.7.x") means the minor's last one."""
+
+
+def _release(version: str) -> tuple[int, int, int] | None:
+    m = _RELEASE.match(version.strip())
+    if not m or re.match(r"v?0\.1\.dev", version.strip()):  # an untagged build: no release
+        return None
+    patch = 99 if m[3] == "x" else int(m[3] or 0)
+    return int(m[1]), int(m[2]), patch
 
 
 def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
     """The accounting era of a vLLM release as a log prints it ("0.19.0", "0.11.0rc2.dev98",
     "v0.31.0"); ``later`` for what names no release (an untagged build such as
     "0.1.dev7548+g...", "unknown"). Releases before 0.5 are not modelled (SizingError)."""
-    m = _RELEASE.match(version.strip())
-    if not m or re.match(r"v?0\.1\.dev", version.strip()):
+    release = _release(version)
+    if release is None:
         return later
-    major, minor, patch = int(m[1]), int(m[2]), int(m[3] or 0)
+    major, minor, patch = release
     if major > 0 or minor >= 21:
         return "v1-cudagraph"
     require(minor >= 5, "vllm_version", f"vLLM {version} predates the modelled releases (0.5+)")
@@ -157,6 +169,14 @@ def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
     if minor == 10 and patch <= 1:
         return "v1-0.10"
     return "v1-0.19" if minor >= 15 else "v1-0.11"
+
+
+def mla_latent_cache_of(version: str) -> bool:
+    """Whether a release caches the MLA latent (vLLM PR #12601, released in 0.7.1); before it,
+    DeepSeek attention ran as plain multi-head attention with q, k and v padded to 256 ("TODO,
+    support head_size 192" in the old deepseek_v2.py). Unparseable versions: True (current)."""
+    release = _release(version)
+    return release is None or release >= (0, 7, 1)
 
 
 def quantization_of(method: str) -> Quantization:
@@ -216,6 +236,9 @@ class EnginePrediction(msgspec.Struct, frozen=True, kw_only=True):
     """The 'Maximum concurrency for L tokens per request: X' line (X, rounded to 2 places)."""
     max_model_len: int
     needed_kv_bytes_per_request: int
+    blocks_per_request: int
+    """Blocks one request of max_model_len takes across the layer groups (vLLM's
+    ``get_max_concurrency_for_kv_cache_config``: concurrency = blocks / this)."""
     defaults: EngineDefaults
     kv_groups: int
     per_gpu: EngineGpu
@@ -375,16 +398,26 @@ def loaded_weight_bytes(
     return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest
 
 
+PRE_MLA_HEAD_SIZE = 256
+"""The padded head size of DeepSeek attention before the MLA latent cache (0.5-0.7.0)."""
+
+
 def _layer_bytes_per_token(
-    model: ModelSpec, kind: LayerType, tp: int, kv_format: NumberFormat, era: EngineEra
+    model: ModelSpec, kind: LayerType, tp: int, kv_format: NumberFormat, config: EngineConfig
 ) -> int:
     """One layer's KV bytes per token on one rank (the page is block_size of these). The V0
     cache engine aligns MLA entries to 256 bytes (``align_to_256bytes``): DeepSeek's 576 values
     x 2 B = 1,152 B take 1,280 (the 8x H200 DeepSeek-R1 log: 18,418 blocks, 0.9x the unaligned
-    count)."""
+    count). Before 0.7.1 an MLA layer cached K and V of 256 values for each of its heads (the
+    H100 DeepSeek-V2-Lite-Chat log of vLLM PR #10927: 35.42 GiB for 85,968 tokens, 442,396 B a
+    token = 27 layers x 2 x 16 heads x 256 x 2 B)."""
+    if kind == "mla" and not config.mla_latent_cache:
+        values = 2 * ceil_div(model.attention_heads, tp) * PRE_MLA_HEAD_SIZE
+        num, den = kv_format.bits_ratio
+        return ceil_div(values * num, 8 * den)
     shape = kv_shape(model, kv_format, tp, (kind,))
     per_token = shape.growth_bytes_per_token + shape.sliding_bytes_per_token
-    return _round_up(per_token, 256) if era == "v0" and kind == "mla" else per_token
+    return _round_up(per_token, 256) if config.version == "v0" and kind == "mla" else per_token
 
 
 class _Groups(msgspec.Struct, frozen=True):
@@ -479,6 +512,10 @@ def predict_vllm(
         ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
     )
     stages = stage_layers(model, pp)
+    per_token = {
+        kind: _layer_bytes_per_token(model, kind, tp, kv_format, config)
+        for kind in set(model.resolved_layer_types)
+    }
     # Pipeline stages: the first holds the embedding, the last the LM head and the sampler (the
     # V1 activation peak); the layers' weights follow their count. The engine keeps the fewest
     # blocks of any rank (vLLM PR #20665's TP2 x PP2 log: 12.13 GiB on the first stage, 11.33 on
@@ -492,16 +529,13 @@ def predict_vllm(
         activation = activation_peak if last or config.version == "v0" else 0
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
-        page = bs * max(
-            _layer_bytes_per_token(model, k, tp, kv_format, config.version) for k in set(layers)
-        )
+        page = bs * max(per_token[k] for k in set(layers))
         block_bytes = page * groups.group_size
         blocks = max(kv_bytes, 0) // block_bytes
         per_request = groups.full_groups * full_blocks + groups.sliding_groups * sliding_blocks
-        shape = kv_shape(model, kv_format, tp, layers)
-        need = bs * (
-            full_blocks * shape.growth_bytes_per_token
-            + sliding_blocks * shape.sliding_bytes_per_token
+        need = bs * sum(
+            (sliding_blocks if kind == "sliding" else full_blocks) * per_token[kind]
+            for kind in layers
         )
         stage = _Stage(
             weights=weights,
@@ -606,6 +640,7 @@ def predict_vllm(
         max_concurrency=conc,
         max_model_len=mml,
         needed_kv_bytes_per_request=need,
+        blocks_per_request=best.per_request,
         defaults=d,
         kv_groups=n_groups,
         per_gpu=per_gpu,

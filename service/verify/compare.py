@@ -11,6 +11,7 @@ from service.sizing.engine import (
     Quantization,
     era_of_version,
     kv_cache_dtype_of,
+    mla_latent_cache_of,
     predict_vllm,
     quantization_of,
 )
@@ -68,6 +69,9 @@ def config_from_log(
         kv_cache_dtype=kv,
         quantization=quant,
         version=version,
+        mla_latent_cache=(
+            mla_latent_cache_of(log.vllm_version) if log.vllm_version else base.mla_latent_cache
+        ),
     )
 
 

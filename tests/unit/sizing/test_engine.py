@@ -10,18 +10,20 @@ import pytest
 from service.accuracy import report
 from service.sizing.engine import (
     EngineConfig,
+    custom_all_reduce,
     era_of_version,
     kv_cache_dtype_of,
     kv_groups,
     loaded_weight_bytes,
+    mla_latent_cache_of,
     mxfp4_backend_for,
     predict_vllm,
     quantization_of,
 )
 from service.sizing.errors import SizingError
-from service.sizing.hardware import GpuSpec
+from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
-from tests.unit.sizing.specs import GPT_OSS_120B, LLAMA_8B, LLAMA_70B
+from tests.unit.sizing.specs import DEEPSEEK_V3, GPT_OSS_120B, LLAMA_8B, LLAMA_70B
 
 GIB = 2**30
 H100 = GpuSpec(
@@ -110,12 +112,27 @@ def test_llama_8b_on_80_gib_budget_and_lines() -> None:
 
 
 def test_log_vocabulary_maps_onto_the_engine_config() -> None:
-    # Releases 0.5-0.7 run the V0 engine, 0.10.x the V1 engine before 0.11; any other release
-    # takes the caller's era (default v1-0.11).
+    # Releases map to accounting eras: 0.5-0.7 V0; 0.10.0-0.10.1 the small sampler peak; 0.8,
+    # 0.9 and 0.10.2-0.14 the fp32-logits sampler peak; 0.15-0.20 the v0.19 accounting; 0.21 on
+    # subtract the CUDA-graph estimate. What names no release takes the caller's era.
     assert era_of_version("0.6.5.dev") == "v0"
+    assert era_of_version("0.7.x (V0; not printed)") == "v0"
+    assert era_of_version("0.9.2") == "v1-0.11"
     assert era_of_version("0.10.1.1") == "v1-0.10"
+    assert era_of_version("0.10.2") == "v1-0.11"
     assert era_of_version("0.14.1") == "v1-0.11"
-    assert era_of_version("0.14.1", "v1-cudagraph") == "v1-cudagraph"
+    assert era_of_version("0.19.0") == era_of_version("0.20.2") == "v1-0.19"
+    assert era_of_version("v0.21.0") == era_of_version("0.31.0") == "v1-cudagraph"
+    assert era_of_version("1.0.0") == "v1-cudagraph"
+    assert era_of_version("0.1.dev7548+gbaba038", "v1-0.19") == "v1-0.19"
+    assert era_of_version("unknown", "v1-cudagraph") == "v1-cudagraph"
+    with pytest.raises(SizingError) as e:
+        era_of_version("0.2.7")
+    assert e.value.field == "vllm_version"
+    # The MLA latent cache arrived in 0.7.1; "0.7.x" means the minor's last patch.
+    assert not mla_latent_cache_of("0.6.4") and not mla_latent_cache_of("0.7.0")
+    assert mla_latent_cache_of("0.7.1") and mla_latent_cache_of("0.7.x")
+    assert mla_latent_cache_of("0.1.dev7548+gbaba038")
     # compressed-tensors and modelopt checkpoints load FP8 linear layers; unknown methods 16-bit.
     assert quantization_of("compressed-tensors") == quantization_of("modelopt") == "fp8"
     assert quantization_of("MXFP4") == "mxfp4"
@@ -189,3 +206,129 @@ def test_mla_page_is_one_latent_replicated() -> None:
     # page = 16 x 576 x 2 = 18,432 B; block = 4 layers x 18,432 = 73,728 B at any TP.
     assert p1.per_gpu.page_bytes == p8.per_gpu.page_bytes == 18_432
     assert p1.per_gpu.block_bytes == 73_728
+
+
+def test_v019_budget_has_the_smaller_sampler_and_no_graph_deduction() -> None:
+    # vLLM 0.19 (llm-d-planner logs): activation = 3.9 x 1024 seqs x 128,256 vocab x 4 B
+    # = 2,048,812,646; non-torch at TP 1 = 0.24 GiB = 257,698,038; graphs not subtracted.
+    # Total 85,520,809,984 - 494,000,000 = 85,026,809,984; x 0.95 = 80,775,469,484 usable.
+    # KV = 80,775,469,484 - 16,060,522,496 - 2,048,812,646 - 257,698,038 = 62,408,436,304
+    # -> 29,758 blocks of 2,097,152 B (32 layers x 16 x 4,096 B) -> 476,128 tokens.
+    config = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-0.19")
+    p = predict_vllm(LLAMA_8B, H100, config)
+    assert p.per_gpu.activation_bytes == 2_048_812_646
+    assert p.per_gpu.non_torch_bytes == 257_698_038
+    assert p.per_gpu.cuda_graph_bytes == 0
+    assert p.per_gpu.kv_cache_bytes == 62_408_436_304
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_758, 476_128)
+
+
+def test_cudagraph_era_subtracts_the_graph_estimate_and_all_reduce_buffers() -> None:
+    # 0.21+: the same budget less the 1.33 GiB graph estimate (1,428,076,216 B):
+    # 62,408,436,304 - 1,428,076,216 = 60,980,360,088 -> 29,077 blocks -> 465,232 tokens
+    # (concurrency x max_model_len = 29,077 / 512 x 8,192, the same for one layer group).
+    base = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-cudagraph")
+    p = predict_vllm(LLAMA_8B, H100, base)
+    assert p.per_gpu.cuda_graph_bytes == 1_428_076_216
+    assert p.per_gpu.kv_cache_bytes == 60_980_360_088
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_077, 465_232)
+    # TP 2 over NVLink: custom all-reduce buffers make non-torch 2.1 GiB = 2,254,857,830;
+    # weights 8,030,261,248 a rank: 80,775,469,484 - 8,030,261,248 - 2,048,812,646
+    # - 2,254,857,830 - 1,428,076,216 = 67,013,461,544 -> 63,909 blocks of 1,048,576 B.
+    p2 = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(base, tensor_parallel_size=2))
+    assert p2.per_gpu.non_torch_bytes == 2_254_857_830
+    assert p2.per_gpu.kv_cache_bytes == 67_013_461_544
+    assert p2.per_gpu.num_blocks == 63_909
+    # Eager mode captures no graphs, so nothing is subtracted.
+    eager = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(base, enforce_eager=True))
+    assert eager.per_gpu.cuda_graph_bytes == 0
+
+
+def test_custom_all_reduce_needs_nvlink_or_two_p2p_gpus() -> None:
+    # vLLM's CustomAllreduce: fully connected GPUs (NVLink), or two PCIe GPUs with P2P;
+    # GeForce cards have no P2P; more than two PCIe-only GPUs are refused.
+    pcie = GpuSpec(slug="l40s", memory_bytes=48 * 10**9, hbm_bytes_per_s=864 * 10**9)
+    geforce = GpuSpec(slug="rtx-4090", memory_bytes=24 * 10**9, hbm_bytes_per_s=10**12)
+    nvlinked = msgspec.structs.replace(
+        H100, nvlink=LinkSpec(slug="nvlink-4", kind="nvlink", bytes_per_s_per_direction=450e9)
+    )
+    assert not custom_all_reduce(nvlinked, 1)
+    assert custom_all_reduce(nvlinked, 8)
+    assert custom_all_reduce(pcie, 2) and not custom_all_reduce(pcie, 4)
+    assert not custom_all_reduce(geforce, 2)
+
+
+def test_pipeline_stages_hold_their_own_weights_and_the_last_samples() -> None:
+    # Llama 3.1 8B, PP 2 on an 80 GiB GPU (usable 0.9 x 80 GiB = 77,309,411,328), v1-0.11.
+    # Embedding = LM head = 128,256 x 4,096 x 2 B = 1,050,673,152; the 32 layers' body is
+    # 16,060,522,496 - 2 x 1,050,673,152 = 13,959,176,192, 16 layers a stage: each stage holds
+    # 6,979,588,096 + 1,050,673,152 = 8,030,261,248. Only the last stage runs the sampler
+    # (5,101,018,152), so it limits: 77,309,411,328 - 8,030,261,248 - 5,101,018,152
+    # - 139,586,437 = 64,038,545,491 -> 61,071 blocks of 16 layers x 16 x 4,096 B = 1,048,576
+    # -> 977,136 tokens.
+    config = EngineConfig(
+        max_model_len=8192, pipeline_parallel_size=2, gpu_total_bytes=80 * GIB, version="v1-0.11"
+    )
+    p = predict_vllm(LLAMA_8B, H100, config)
+    assert p.per_gpu.weights_bytes == 8_030_261_248
+    assert p.per_gpu.activation_bytes == 5_101_018_152
+    assert p.per_gpu.kv_cache_bytes == 64_038_545_491
+    assert (p.per_gpu.block_bytes, p.per_gpu.num_blocks) == (1_048_576, 61_071)
+    assert p.kv_cache_tokens == 977_136
+
+
+def test_graphs_captured_after_the_cache_need_room_outside_the_budget() -> None:
+    # Before 0.21 graphs are captured after the KV cache takes utilisation x total: at 1.0
+    # nothing is left (vLLM issue #13074's CUDA OOM); eager mode captures none.
+    full = EngineConfig(max_model_len=8192, gpu_memory_utilization=1.0, version="v1-0.11")
+    p = predict_vllm(LLAMA_8B, H100, full)
+    assert not p.starts and p.failure is not None and "capturing CUDA graphs" in p.failure
+    eager = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(full, enforce_eager=True))
+    assert eager.starts
+    # 0.21+ reserve the estimate inside the budget, so 1.0 starts.
+    later = msgspec.structs.replace(full, version="v1-cudagraph")
+    assert predict_vllm(LLAMA_8B, H100, later).starts
+
+
+def test_hybrid_tokens_line_is_concurrency_times_length_from_0_21() -> None:
+    # A Gemma-like toy: 5 sliding layers (window 1,024) and 1 full, one 256-wide KV head:
+    # 1,024 B per token per layer. Groups of 1 layer (5 >= 1.5 x 1), 6 groups. A request of
+    # 8,192 tokens takes 512 blocks on the full layer and ceil((1,023 + 2,048) / 16) + 1 = 193
+    # on each sliding one: 512 + 5 x 193 = 1,477 blocks. Up to 0.20 the tokens line is
+    # blocks // 6 x 16; from 0.21 it is int(blocks / 1,477 x 8,192).
+    toy = ModelSpec(
+        slug="hybrid-toy",
+        total_params=1_000_000_000,
+        layers=6,
+        hidden_size=1024,
+        attention_heads=4,
+        kv_heads=1,
+        head_dim=256,
+        vocab_size=1000,
+        max_context_tokens=8192,
+        sliding_window_tokens=1024,
+        layer_types=("sliding",) * 5 + ("full",),
+    )
+    base = EngineConfig(
+        max_model_len=8192, max_num_batched_tokens=2048, enforce_eager=True, version="v1-0.19"
+    )
+    old = predict_vllm(toy, H100, base)
+    new = predict_vllm(toy, H100, msgspec.structs.replace(base, version="v1-cudagraph"))
+    blocks = old.per_gpu.num_blocks
+    assert new.per_gpu.num_blocks == blocks and new.blocks_per_request == 1_477
+    assert old.kv_cache_tokens == blocks // 6 * 16
+    assert new.kv_cache_tokens == int(blocks / 1_477 * 8192)
+
+
+def test_mla_cache_layouts_by_release() -> None:
+    # DeepSeek-V3 shapes (61 MLA layers, 128 heads, latent 512 + 64) at TP 8, 16-bit:
+    # the latent is 576 x 2 = 1,152 B a token a layer; V0 aligns it to 1,280 B (256-byte
+    # entries); before 0.7.1 the cache held K and V of 256 values for 128 / 8 = 16 heads:
+    # 2 x 16 x 256 x 2 = 16,384 B. A block of 16 tokens x 61 layers.
+    mla = EngineConfig(tensor_parallel_size=8, max_model_len=4096, version="v1-0.11")
+    v0 = msgspec.structs.replace(mla, version="v0")
+    pre = msgspec.structs.replace(v0, mla_latent_cache=False)
+    expected = {mla: 1_152, v0: 1_280, pre: 16_384}
+    for config, per_token in expected.items():
+        p = predict_vllm(DEEPSEEK_V3, H100, config)
+        assert p.per_gpu.block_bytes == 16 * 61 * per_token
