@@ -280,6 +280,12 @@ def _gpt_oss(c: _Config) -> Parsed:
     return arch, kinds, c.integer("sliding_window")
 
 
+def _gemma(c: _Config) -> Parsed:
+    """Gemma (1): Llama's layout with tied embeddings and a head_dim of its own (256)."""
+    arch = _base(c, _gqa(c), tie=True)
+    return arch, _uniform("full", arch.layers), 0
+
+
 def _gemma2(c: _Config) -> Parsed:
     arch = _base(c, _gqa(c), tie=True, norms=4)
     # Gemma 2 alternates: even layers attend through the sliding window.
@@ -304,6 +310,7 @@ FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
     "deepseek_v2": _deepseek_v3,  # the same MLA + MoE layout (V2-Lite: no q LoRA, softmax router)
     "deepseek_v3": _deepseek_v3,
     "gpt_oss": _gpt_oss,
+    "gemma": _gemma,
     "gemma2": _gemma2,
     "gemma3_text": _gemma3_text,
     "gemma3": _gemma3_text,  # the multimodal wrapper: its text_config, plus the vision tower

@@ -39,14 +39,15 @@ from service.sizing.units import GiB, ceil_div
 EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph"]
 """How a vLLM release accounts memory at start-up (``era_of_version`` maps a release to one):
 v0: the V0 engine (0.5-0.7, profiling without chunked prefill); v1-0.10: the V1 engine in 0.10.0
-and 0.10.1 (a small sampler peak); v1-0.11: the V1 engine in 0.8, 0.9 and 0.10.2-0.14 (the dummy
-sampler's fp32 logits dominate the activation peak); v1-0.19: 0.15-0.20 (a smaller sampler peak,
+and 0.10.1 (a small sampler peak); v1-0.11: the V1 engine in 0.8, 0.9 and 0.10.2-0.16 (the dummy
+sampler's fp32 logits dominate the activation peak); v1-0.19: 0.17-0.20 (a smaller sampler peak,
 all-reduce buffers counted as non-torch memory; CUDA-graph memory estimated but not subtracted);
 v1-cudagraph: 0.21 and later, which subtract the estimated CUDA-graph memory from the KV budget
 ("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len."""
 
 Quantization = Literal["none", "fp8", "mxfp4"]
 KvCacheDtype = Literal["auto", "fp8"]
+Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 UsageContext = Literal["api_server", "llm_class"]
 
 DEFAULT_ERA: EngineEra = "v1-0.11"
@@ -108,6 +109,12 @@ MIN_CUDA_GRAPH_BYTES = 536_870_912
 outside the budget, (1 - gpu_memory_utilization) x total: 0.50 GiB, the smallest capture logged
 by those releases ("Graph capturing finished ... took 0.50 GiB", the dennislee22 A100 logs). The
 16x H20-3e DeepSeek-R1 run at utilisation 1.0 (vLLM issue #13074) dies there."""
+STARTUP_USAGE_BYTES: tuple[int, int] = (547_608_330, 1_642_824_991)
+"""(TP = 1, TP > 1): what a worker already holds when the engine checks free memory at start-up
+(CUDA context; NCCL and all-reduce buffers when split): 0.51 GiB ("non_torch_memory=0.51GiB" at
+init) and 1.53 GiB (77.66 of 79.19 GiB free at TP 2) in the v0.19 H100 logs. From 0.17 the
+engine refuses to start when utilisation x total exceeds what is free ("Free memory on device
+... on startup is less than desired GPU memory utilization")."""
 Mxfp4Backend = Literal["auto", "marlin", "triton", "flashinfer-trtllm"]
 """How vLLM lays out MXFP4 experts (``vllm/model_executor/layers/quantization/mxfp4.py``,
 ``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``); see
@@ -122,6 +129,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     pipeline_parallel_size: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    dtype: Dtype = "auto"
+    """--dtype: float32 doubles 16-bit weights and an auto KV cache (4 bytes a value)."""
     block_size: int = 16
     kv_cache_dtype: KvCacheDtype = "auto"
     quantization: Quantization = "none"
@@ -168,7 +177,7 @@ def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
         return "v0"
     if minor == 10 and patch <= 1:
         return "v1-0.10"
-    return "v1-0.19" if minor >= 15 else "v1-0.11"
+    return "v1-0.19" if minor >= 17 else "v1-0.11"
 
 
 def mla_latent_cache_of(version: str) -> bool:
@@ -486,6 +495,8 @@ def predict_vllm(
         else config.mxfp4_backend
     )
     loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
+    if config.dtype == "float32" and config.quantization == "none":
+        loaded *= 2  # 4 bytes a parameter instead of 2
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     if config.version == "v0":
@@ -502,7 +513,9 @@ def predict_vllm(
         else 0
     )
 
-    kv_format = FORMATS["fp8" if config.kv_cache_dtype == "fp8" else "bf16"]
+    kv_format = FORMATS[
+        "fp8" if config.kv_cache_dtype == "fp8" else "fp32" if config.dtype == "float32" else "bf16"
+    ]
     bs, mml = config.block_size, d.max_model_len
     # Blocks one request of max_model_len needs per layer: every token on a full-attention (or
     # MLA) layer, the window plus one scheduling step (and a block) on a sliding one.
@@ -570,7 +583,14 @@ def predict_vllm(
         tokens = blocks // n_groups * bs
 
     failure: str | None = None
-    if kv_bytes <= 0:
+    startup = STARTUP_USAGE_BYTES[0 if tp * pp == 1 else 1]
+    if config.version in ("v1-0.19", "v1-cudagraph") and usable > total - startup:
+        failure = (
+            f"Free memory on device ({_gib(total - startup)}/{_gib(total)} GiB) on startup is "
+            f"less than desired GPU memory utilization ({config.gpu_memory_utilization}, "
+            f"{_gib(usable)} GiB)"
+        )
+    elif kv_bytes <= 0:
         failure = (
             "No available memory for the cache blocks (the weights, activation peak and "
             "non-torch memory leave nothing for the KV cache)"

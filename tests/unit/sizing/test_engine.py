@@ -113,14 +113,16 @@ def test_llama_8b_on_80_gib_budget_and_lines() -> None:
 
 def test_log_vocabulary_maps_onto_the_engine_config() -> None:
     # Releases map to accounting eras: 0.5-0.7 V0; 0.10.0-0.10.1 the small sampler peak; 0.8,
-    # 0.9 and 0.10.2-0.14 the fp32-logits sampler peak; 0.15-0.20 the v0.19 accounting; 0.21 on
-    # subtract the CUDA-graph estimate. What names no release takes the caller's era.
+    # 0.9 and 0.10.2-0.16 the fp32-logits sampler peak (the Qwen3-14B sweep: 5.64 GiB on 0.15
+    # and 0.16, 2.23 on 0.17 and 0.18); 0.17-0.20 the v0.19 accounting; 0.21 on subtract the
+    # CUDA-graph estimate. What names no release takes the caller's era.
     assert era_of_version("0.6.5.dev") == "v0"
     assert era_of_version("0.7.x (V0; not printed)") == "v0"
     assert era_of_version("0.9.2") == "v1-0.11"
     assert era_of_version("0.10.1.1") == "v1-0.10"
     assert era_of_version("0.10.2") == "v1-0.11"
-    assert era_of_version("0.14.1") == "v1-0.11"
+    assert era_of_version("0.14.1") == era_of_version("0.16.0") == "v1-0.11"
+    assert era_of_version("0.17.0") == "v1-0.19"
     assert era_of_version("0.19.0") == era_of_version("0.20.2") == "v1-0.19"
     assert era_of_version("v0.21.0") == era_of_version("0.31.0") == "v1-cudagraph"
     assert era_of_version("1.0.0") == "v1-cudagraph"
@@ -285,9 +287,15 @@ def test_graphs_captured_after_the_cache_need_room_outside_the_budget() -> None:
     assert not p.starts and p.failure is not None and "capturing CUDA graphs" in p.failure
     eager = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(full, enforce_eager=True))
     assert eager.starts
-    # 0.21+ reserve the estimate inside the budget, so 1.0 starts.
+    # 0.21+ reserve the estimate inside the budget, but from 0.17 the engine first checks that
+    # utilisation x total is free at start-up: the CUDA context holds 0.51 GiB at TP 1, so 0.99
+    # (79.19 x 0.99 = 78.40 < 79.19 - 0.51 = 78.68) starts and 1.0 does not.
     later = msgspec.structs.replace(full, version="v1-cudagraph")
-    assert predict_vllm(LLAMA_8B, H100, later).starts
+    refused = predict_vllm(LLAMA_8B, H100, later)
+    assert not refused.starts and refused.failure is not None
+    assert "Free memory on device" in refused.failure
+    almost = msgspec.structs.replace(later, gpu_memory_utilization=0.99)
+    assert predict_vllm(LLAMA_8B, H100, almost).starts
 
 
 def test_hybrid_tokens_line_is_concurrency_times_length_from_0_21() -> None:
