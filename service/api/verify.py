@@ -20,7 +20,13 @@ from service.api.problems import problems
 from service.catalogue import lookup
 from service.plans.bounds import SlugRef, Users, Utilisation
 from service.plans.evaluate import resolve_model
-from service.sizing.engine import EngineConfig, EngineEra, KvCacheDtype, Quantization
+from service.sizing.engine import (
+    LATEST_ERA,
+    EngineConfig,
+    EngineEra,
+    KvCacheDtype,
+    Quantization,
+)
 from service.sizing.startup_log import parse_startup_log
 from service.verify.compare import VerifyAnswer, compare
 
@@ -47,7 +53,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
     max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
     engine_version: EngineEra | None = None
-    """Default: from the version the log prints, else v1-0.11."""
+    """Default: from the version the log prints, else the current releases' (v1-cudagraph)."""
 
 
 @post(
@@ -70,6 +76,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         block_size=data.block_size,
         max_num_batched_tokens=data.max_num_batched_tokens,
         max_num_seqs=data.max_num_seqs,
+        version=LATEST_ERA,
     )
     return compare(
         model,

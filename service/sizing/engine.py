@@ -51,6 +51,9 @@ Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 UsageContext = Literal["api_server", "llm_class"]
 
 DEFAULT_ERA: EngineEra = "v1-0.11"
+"""EngineConfig's era when none is given (the core's worked examples use it)."""
+LATEST_ERA: EngineEra = "v1-cudagraph"
+"""The era of the current releases: what the API assumes when no version is given."""
 
 # --- fitted constants (see the module docstring; every one is named in the accuracy report) ---
 DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000

@@ -99,7 +99,11 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     "total": re.compile(r"total_gpu_memory\s*(?:=|\()?\s*" + _NUM + r" ?GiB"),
     "util_v0": re.compile(r"gpu_memory_utilization\s*(?:=|\()?\s*" + _NUM),
     "graphs": re.compile(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r" GiB"),
-    "version": re.compile(r"(?:vLLM API server version|LLM engine \(v)\s*v?([\w.+-]+?)[)\s]"),
+    # "vLLM API server version 0.9.2", "LLM engine (v0.19.0) with config", and the 0.19+
+    # banner "... █ ▀▄▀ █  version 0.19.1".
+    "version": re.compile(
+        r"(?:vLLM API server version|LLM engine \(v|[█▀▄]\s+version)\s*v?(\d[\w.+-]*?)(?:[)\s,]|$)"
+    ),
     "no_memory": re.compile(r"No available memory for the cache blocks"),
     "too_small": re.compile(
         r"max seq len \(" + _NUM + r"\), \(" + _NUM + r" GiB KV cache is needed, which is larger "

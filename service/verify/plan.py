@@ -7,12 +7,16 @@ import msgspec
 from msgspec import Meta
 
 from service.sizing.engine import (
+    LATEST_ERA,
+    Dtype,
     EngineConfig,
     EngineEra,
     EnginePrediction,
     KvCacheDtype,
     Quantization,
     UsageContext,
+    era_of_version,
+    mla_latent_cache_of,
     predict_vllm,
 )
 from service.sizing.errors import SizingError, require
@@ -42,7 +46,14 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Default: fp8 when the request's kv_format is fp8, else auto (the model's 16-bit)."""
     quantization: Quantization | None = None
     """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4)."""
-    engine_version: EngineEra = "v1-0.11"
+    engine_version: EngineEra | None = None
+    """How the release accounts memory; default: the era of vllm_version, else the current
+    releases' (v1-cudagraph, 0.21 and later)."""
+    vllm_version: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+    """The release to predict, as it prints itself ("0.19.0"): sets engine_version (unless
+    given) and the MLA cache layout of releases before 0.7.1."""
+    dtype: Dtype = "auto"
+    """--dtype; float32 doubles 16-bit weights and the auto KV cache."""
     usage: UsageContext = "api_server"
     enforce_eager: bool = False
     pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
@@ -105,8 +116,22 @@ def engine_config(
         max_num_seqs=options.max_num_seqs,
         enforce_eager=options.enforce_eager,
         usage=options.usage,
-        version=options.engine_version,
+        dtype=options.dtype,
+        version=options.engine_version or era_of(options.vllm_version),
+        mla_latent_cache=(
+            mla_latent_cache_of(options.vllm_version) if options.vllm_version else True
+        ),
     )
+
+
+def era_of(version: str | None) -> EngineEra:
+    """The era of a release string (the current releases' when none), naming the field."""
+    if version is None:
+        return LATEST_ERA
+    try:
+        return era_of_version(version, LATEST_ERA)
+    except SizingError as e:
+        raise SizingError("vllm.vllm_version", e.message) from None
 
 
 def vllm_plan(

@@ -83,24 +83,60 @@ async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None
 
 
 async def test_plan_method_vllm(client: Client) -> None:
-    # Llama 3.1 8B on an H100, 8 users of 8,192 tokens: one GPU holds them (the budget test in
-    # tests/unit/sizing/test_engine.py works the numbers); the answer carries the two lines.
+    # Llama 3.1 8B on an H100, 8 users of 8,192 tokens, no version given: the current releases'
+    # accounting (0.21+). The catalogue H100: 85,520,809,984 B (nvidia-smi) - 494,000,000 driver
+    # reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985; less weights 16,060,522,496, the
+    # sampler peak 3.9 x 1,024 x 128,256 x 4 = 2,048,812,646, non-torch 257,698,038 and the
+    # CUDA-graph estimate 1,428,076,216 leaves 56,729,019,589 B of KV = 27,050 blocks of
+    # 2,097,152 B = 432,800 tokens: 52 conversations of 8,192 tokens (27,050 / 512 = 52.83x).
     body = {"model": "llama-3.1-8b", "gpu": "h100", "method": "vllm", "concurrency": 8}
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
     plan = r.json()
     assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
     assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
-    # The catalogue H100: 85,520,809,984 B (nvidia-smi) - 494,000,000 driver reserve =
-    # 85,026,809,984 B; x 0.9 = 76,524,128,985; less weights 16,060,522,496, activation
-    # 5,101,018,152 and non-torch 139,586,437 leaves 55,223,001,900 B of KV = 26,332 blocks of
-    # 2,097,152 B = 421,312 tokens: 51 conversations of 8,192 tokens (26,332 / 512 = 51.43x).
+    assert plan["prediction"]["version"] == "v1-cudagraph"
+    assert plan["kv_cache_tokens"] == 432_800
+    assert plan["max_concurrency"] == 52.83
+    assert "GPU KV cache size: 432,800 tokens" in plan["log_lines"]
+
+
+async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:
+    # vllm_version 0.11.0 selects the 0.8-0.16 accounting: activation 9.71 x 1,024 x 128,256
+    # x 4 = 5,101,018,152, non-torch 139,586,437, no graphs: 76,524,128,985 - 16,060,522,496
+    # - 5,101,018,152 - 139,586,437 = 55,223,001,900 B = 26,332 blocks = 421,312 tokens.
+    body = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100",
+        "method": "vllm",
+        "concurrency": 8,
+        "vllm": {"vllm_version": "0.11.0"},
+    }
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    plan = r.json()
+    assert plan["prediction"]["version"] == "v1-0.11"
     assert plan["kv_cache_tokens"] == 421_312
-    assert plan["max_concurrency"] == 51.43
-    assert "GPU KV cache size: 421,312 tokens" in plan["log_lines"]
+    # A release before the modelled ones is the field's fault.
+    body["vllm"] = {"vllm_version": "0.2.7"}
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "vllm.vllm_version"
 
 
 async def test_plan_method_vllm_needs_a_gpu(client: Client) -> None:
     r = await client.post("/plan", json={"model": "llama-3.1-8b", "method": "vllm"})
     assert r.status_code == 422
     assert r.json()["errors"][0]["field"] == "gpu"
+
+
+async def test_verify_a_log_older_than_the_modelled_releases(client: Client) -> None:
+    # vLLM 0.2.7 (January 2024) predates the releases the method models (0.5 on): the log is
+    # what cannot be checked, so the problem names it.
+    log = "INFO 01-06 12:00:00 api_server.py:1 vLLM API server version 0.2.7\n# GPU blocks: 6487"
+    body = {"log": log, "model": "mixtral-8x7b", "gpu": "a100-80gb"}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 422, r.text
+    problem = r.json()
+    assert problem["errors"][0]["field"] == "log"
+    assert "0.2.7" in problem["errors"][0]["message"]

@@ -163,7 +163,7 @@ def test_malformed_or_unsupported_configs_name_the_problem(
         import_config(raw, "broken")
     assert info.value.field == field
     if field.endswith("model_type"):
-        assert "supported: deepseek_v3, gemma2" in info.value.message
+        assert "supported: deepseek_v2, deepseek_v3, gemma, gemma2" in info.value.message
 
 
 def test_gptq_int4_stores_group_scales_and_zeros() -> None:
@@ -178,3 +178,36 @@ def test_gptq_int4_stores_group_scales_and_zeros() -> None:
     assert stored.quantized_params == 6_979_321_856
     assert stored.quantized_bytes == 3_625_975_808
     assert stored.unquantized_bytes == (8_030_261_248 - 6_979_321_856) * 2
+
+
+LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "configs"
+
+
+def log_config(name: str) -> dict[str, Any]:
+    raw = json.loads((LOG_CONFIGS / f"{name}.json").read_text())
+    return {k: v for k, v in raw.items() if not k.startswith("_")}
+
+
+def test_deepseek_v2_lite_counts_mla_without_q_lora() -> None:
+    # DeepSeek-V2-Lite: hidden 2,048, 27 layers (1 dense, 26 MoE), 16 heads, no q LoRA.
+    # Attention a layer: q_proj 2,048 x 16 x (128 + 64) = 6,291,456; kv_a_proj_with_mqa
+    # 2,048 x (512 + 64) = 1,179,648; kv_a_layernorm 512; kv_b_proj 512 x 16 x (128 + 128)
+    # = 2,097,152; o_proj 16 x 128 x 2,048 = 4,194,304: 13,763,072, x 27 = 371,602,944.
+    # Norms 2 x 2,048 x 27 = 110,592. Dense MLP 3 x 2,048 x 10,944 = 67,239,936. An MoE layer:
+    # 64 routed + 2 shared experts of 3 x 2,048 x 1,408 and a 64 x 2,048 router = 571,080,704,
+    # x 26 = 14,848,098,304. Embedding + untied head 2 x 102,400 x 2,048 = 419,430,400; final
+    # norm 2,048. Total 15,706,484,224; the MLA cache is one 512 + 64 latent a token a layer.
+    spec = import_config(log_config("deepseek-v2-lite"), "deepseek-v2-lite").spec
+    assert spec.total_params == 15_706_484_224
+    assert (spec.kv_lora_rank, spec.qk_rope_head_dim) == (512, 64)
+    assert spec.count_layers("mla") == 27
+
+
+def test_gemma_1_ties_embeddings_and_keeps_its_head_dim() -> None:
+    # Gemma 7B: hidden 3,072, 16 heads of 256 (4,096 wide), 28 layers, FFN 24,576, vocab
+    # 256,000, tied. A layer: 4 x 3,072 x 4,096 = 50,331,648 attention + 3 x 3,072 x 24,576
+    # = 226,492,416 MLP + 2 x 3,072 norms = 276,830,208; x 28 = 7,751,245,824; + 786,432,000
+    # embedding + 3,072 final norm = 8,537,680,896.
+    spec = import_config(log_config("gemma-7b"), "gemma-7b").spec
+    assert spec.total_params == 8_537_680_896
+    assert spec.resolved_head_dim == 256 and spec.count_layers("full") == 28

@@ -94,3 +94,16 @@ def test_text_without_a_startup_line_names_the_expected_ones() -> None:
         parse_startup_log("hello\nworld")
     assert e.value.field == "log"
     assert "Available KV cache memory: X GiB" in str(e.value)
+
+
+def test_the_version_in_each_log_generation() -> None:
+    # V0 / early V1 print "vLLM API server version X"; the engine echo says "(vX)"; from 0.19 the
+    # API server prints an ASCII banner ending in "version X" (tokenkaki's 0.19.1 log).
+    lines = {
+        "INFO 06-10 10:57:31 [api_server.py:1395] vLLM API server version 0.9.2": "0.9.2",
+        "INFO [core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: m=": "0.19.0",
+        "(APIServer pid=1) INFO [utils.py:299]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.1": "0.19.1",
+    }
+    for line, version in lines.items():
+        parsed = parse_startup_log(line + "\nGPU KV cache size: 1,000 tokens")
+        assert parsed.vllm_version == version
