@@ -102,7 +102,7 @@ def test_the_version_in_each_log_generation() -> None:
     lines = {
         "INFO 06-10 10:57:31 [api_server.py:1395] vLLM API server version 0.9.2": "0.9.2",
         "INFO [core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: m=": "0.19.0",
-        "(APIServer pid=1) INFO [utils.py:299]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.1": "0.19.1",
+        "(APIServer pid=1) INFO [utils.py:299]  ▄▄ ▄█ █ ▀▄▀ █  version 0.19.1": "0.19.1",
     }
     for line, version in lines.items():
         parsed = parse_startup_log(line + "\nGPU KV cache size: 1,000 tokens")
