@@ -39,8 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="default: PORT or 8000")
     commands.add_parser("migrate", help="upgrade the database (DATABASE_URL) to the head revision")
     commands.add_parser("openapi", help="print the OpenAPI spec (what openapi/openapi.json holds)")
-    commands.add_parser(
+    accuracy = commands.add_parser(
         "accuracy", help="the vLLM method against the collected start-up logs: every case"
+    )
+    accuracy.add_argument(
+        "--readme", metavar="PATH", help="also rewrite the table between the accuracy markers"
     )
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     create = keys.add_parser("create", help="create a key; prints it on the last line")
@@ -53,9 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in cli.COMMANDS:  # plan, matrix, offload: locally or against --url
         return cli.run(args)
     if args.command == "accuracy":
-        from service.accuracy import render, report
+        from pathlib import Path
 
-        print(render(report()))
+        from service.accuracy import render, report, with_table
+
+        table = render(report())
+        print(table)
+        if args.readme:
+            readme = Path(args.readme)
+            readme.write_text(with_table(readme.read_text(encoding="utf-8"), table), "utf-8")
         return 0
     settings = Settings.from_env()
 

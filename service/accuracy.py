@@ -369,3 +369,13 @@ def render(rep: Report) -> str:
         f"{rep.page_ok}/{rep.page_cases}"
     )
     return "\n".join(rows)
+
+
+TABLE_START, TABLE_END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
+
+
+def with_table(document: str, table: str) -> str:
+    """``document`` (README.md) with ``table`` between the accuracy markers."""
+    head, rest = document.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    return f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}"
