@@ -317,6 +317,29 @@ FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
 }
 
 
+def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
+    """The rows of each rotary cache vLLM builds (``get_rope`` in
+    ``vllm/model_executor/layers/rotary_embedding``): max_position_embeddings; linear scaling
+    multiplies it by the factor; YaRN builds original_max_position_embeddings x factor. Gemma 3
+    has two ropes: the sliding layers' local one (rope_local_base_freq, no scaling) and the
+    global layers' (rope_scaling)."""
+    max_position = c.integer("max_position_embeddings")
+    scaling = c.raw.get("rope_scaling")
+    rows = max_position
+    if isinstance(scaling, Mapping):
+        kind = scaling.get("rope_type") or scaling.get("type")
+        factor = scaling.get("factor")
+        original = scaling.get("original_max_position_embeddings")
+        if isinstance(factor, int | float) and factor > 0:
+            if kind == "linear":
+                rows = int(max_position * factor)
+            elif kind == "yarn" and isinstance(original, int) and original > 0:
+                rows = int(original * factor)
+    if model_type in ("gemma3", "gemma3_text"):
+        return (max_position, rows)
+    return (rows,)
+
+
 def siglip_vision_params(v: _Config) -> int:
     """SigLIP vision tower (Gemma 3): patch embedding, position embedding, encoder layers with
     biased attention and MLP and two LayerNorms each, and the post-LayerNorm."""
@@ -450,6 +473,7 @@ def import_config(
         qk_rope_head_dim=arch.attention.qk_rope_head_dim,
         sliding_window_tokens=window,
         layer_types=kinds,
+        rope_cache_rows=_rope_cache_rows(c, str(model_type)),
         checkpoint_format=weight_format.slug if scheme.method != "none" else "",
         checkpoint_bytes=stored.total_bytes - stored.mtp_bytes if scheme.method != "none" else 0,
     )

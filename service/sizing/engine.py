@@ -62,12 +62,14 @@ DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000
 DRIVER_RESERVE_BYTES: dict[str, int] = {
     "a100-80gb": 805_000_000,
     "a100-40gb": 655_000_000,
+    "h200": 634_975_683,
     "mi300x": -314_000_000,
 }
 """A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
 (0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
 A100 40GB: torch's "total capacity of 39.39 GiB" in the CUDA OOM of vLLM issue #2363, 0.61 GiB
-under nvidia-smi's 40,960 MiB. MI300X: ROCm's torch reports 191.98 GiB (the MI300X Llama 3.1 8B
+under nvidia-smi's 40,960 MiB. H200: torch's 139.81 GiB in the 2x H200 Qwen3-Next log of
+vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). MI300X: ROCm's torch reports 191.98 GiB (the MI300X Llama 3.1 8B
 runs on vLLM 0.28), 0.29 GiB MORE than the catalogue's driver figure (196,288 MiB), hence the
 negative reserve."""
 SAMPLER_FACTOR: dict[EngineEra, float] = {
@@ -311,6 +313,17 @@ def custom_all_reduce(gpu: GpuSpec, tensor_parallel: int) -> bool:
     return tensor_parallel == 2 and not gpu.slug.startswith("rtx")
 
 
+def rope_cache_bytes(model: ModelSpec, value_bytes: int = 2) -> int:
+    """The rotary cos/sin caches every rank builds while loading ("Model loading took" counts
+    them): rows x rotary dimension in the model's dtype, one per distinct rope (vLLM's
+    ``RotaryEmbedding`` registers ``cos_sin_cache`` as a buffer; ``get_rope`` shares it). Llama
+    3.1 8B: 131,072 x 128 x 2 B = 32 MiB (its logs: 14.9888 GiB against 14.9575 of parameters);
+    Gemma 3 4B: (131,072 + 1,048,576) x 256 x 2 B = 0.5625 GiB."""
+    rows = model.rope_cache_rows or (model.max_context_tokens,)
+    rotary = model.qk_rope_head_dim if model.kv_lora_rank else model.resolved_head_dim
+    return sum(rows) * rotary * value_bytes
+
+
 def _embedding_params(model: ModelSpec) -> int:
     return model.vocab_size * model.hidden_size
 
@@ -500,6 +513,7 @@ def predict_vllm(
     loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
+    rope = rope_cache_bytes(model, 4 if config.dtype == "float32" else 2)
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     if config.version == "v0":
@@ -541,7 +555,7 @@ def predict_vllm(
     best: _Stage | None = None
     for index, layers in enumerate(stages):
         first, last = index == 0, index == pp - 1
-        weights = body * len(layers) // model.layers + edge * (first + last)
+        weights = body * len(layers) // model.layers + edge * (first + last) + rope
         activation = activation_peak if last or config.version == "v0" else 0
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)

@@ -41,6 +41,11 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     sliding_window_tokens: int = 0
     layer_types: tuple[LayerType, ...] = ()
     """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
+    rope_cache_rows: tuple[int, ...] = ()
+    """Rows of each rotary cos/sin cache an engine builds, one per distinct rope (vLLM's
+    ``get_rope`` shares them across layers): max_position_embeddings, times the factor for
+    linear scaling (Gemma 3's global layers: 131,072 x 8), original x factor for YaRN. Empty:
+    one cache of max_context_tokens rows."""
     checkpoint_format: str = ""
     checkpoint_bytes: int = 0
     """A quantised checkpoint's real stored size (scales and 16-bit parts included, MTP layers

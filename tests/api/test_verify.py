@@ -34,11 +34,12 @@ async def test_verify_a_real_log(client: Client) -> None:
     assert answer["config_used"]["version"] == "v1-0.10"
     tokens = next(d for d in answer["differences"] if d["quantity"] == "kv_cache_tokens")
     # Predicted: (85,899,345,920 - 805,000,000 A100 reserve) x 0.5 = 42,547,172,960 B, less
-    # weights 7,615,616,512 x 2 = 15,231,233,024, activation 2.87 x 256 seqs x 152,064 x 4 B =
-    # 446,897,848 and non-torch 139,586,437 -> 26,729,455,651 B of KV; a block is 28 layers x
-    # 16 x 2 x 4 heads x 128 x 2 B = 917,504 B -> 29,132 blocks = 466,112 tokens, +0.27%.
-    assert (tokens["logged"], tokens["predicted"]) == (464_848, 466_112)
-    assert round(tokens["relative_error"], 4) == 0.0027
+    # weights 7,615,616,512 x 2 = 15,231,233,024 and the rotary cache 32,768 x 128 x 2 =
+    # 8,388,608, activation 2.87 x 256 seqs x 152,064 x 4 B = 446,897,848 and non-torch
+    # 139,586,437 -> 26,721,067,043 B of KV; a block is 28 layers x 16 x 2 x 4 heads x 128 x
+    # 2 B = 917,504 B -> 29,123 blocks = 465,968 tokens, +0.24%.
+    assert (tokens["logged"], tokens["predicted"]) == (464_848, 465_968)
+    assert round(tokens["relative_error"], 4) == 0.0024
     # 464,848 // 16,384 = 28 conversations >= 8 users: the plan holds.
     assert answer["plan_short"] is False
 
@@ -60,10 +61,11 @@ async def test_verify_says_the_plan_is_short_and_weights_doubled(client: Client)
     answer = r.json()
     weights = next(d for d in answer["differences"] if d["quantity"] == "weights_gib_per_gpu")
     assert weights["severity"] == "problem" and "wrong precision" in weights["likely_cause"]
-    # 8,030,261,248 params x 2 B = 16,060,522,496 B = 14.9575 GiB predicted; 29.92 GiB logged is
-    # 32,126,355,374 B: (16,060,522,496 - 32,126,355,374) / 32,126,355,374 = -50.0%.
-    assert (weights["logged"], weights["predicted"]) == (29.92, 14.9575)
-    assert round(weights["relative_error"], 4) == -0.5001
+    # 8,030,261,248 params x 2 B = 16,060,522,496 B and the rotary cache 131,072 x 128 x 2 B =
+    # 33,554,432: 16,094,076,928 B = 14.9888 GiB predicted; 29.92 GiB logged is 32,126,355,374
+    # B: (16,094,076,928 - 32,126,355,374) / 32,126,355,374 = -49.9%.
+    assert (weights["logged"], weights["predicted"]) == (29.92, 14.9888)
+    assert round(weights["relative_error"], 4) == -0.499
     # The concurrency line's 20,000 tokens are the context: 31,232 // 20,000 = 1 conversation.
     assert answer["config_used"]["max_model_len"] == 20_000
     users = next(d for d in answer["differences"] if d["quantity"] == "users_at_once")
@@ -85,10 +87,11 @@ async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None
 async def test_plan_method_vllm(client: Client) -> None:
     # Llama 3.1 8B on an H100, 8 users of 8,192 tokens, no version given: the current releases'
     # accounting (0.21+). The catalogue H100: 85,520,809,984 B (nvidia-smi) - 494,000,000 driver
-    # reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985; less weights 16,060,522,496, the
-    # sampler peak 3.9 x 1,024 x 128,256 x 4 = 2,048,812,646, non-torch 257,698,038 and the
-    # CUDA-graph estimate 1,428,076,216 leaves 56,729,019,589 B of KV = 27,050 blocks of
-    # 2,097,152 B = 432,800 tokens: 52 conversations of 8,192 tokens (27,050 / 512 = 52.83x).
+    # reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985; less weights 16,060,522,496 and the
+    # rotary cache 131,072 x 128 x 2 = 33,554,432, the sampler peak 3.9 x 1,024 x 128,256 x 4
+    # = 2,048,812,646, non-torch 257,698,038 and the CUDA-graph estimate 1,428,076,216 leaves
+    # 56,695,465,157 B of KV = 27,034 blocks of 2,097,152 B = 432,544 tokens: 52 conversations
+    # of 8,192 tokens (27,034 / 512 = 52.80x).
     body = {"model": "llama-3.1-8b", "gpu": "h100", "method": "vllm", "concurrency": 8}
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
@@ -96,15 +99,16 @@ async def test_plan_method_vllm(client: Client) -> None:
     assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
     assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
     assert plan["prediction"]["version"] == "v1-cudagraph"
-    assert plan["kv_cache_tokens"] == 432_800
-    assert plan["max_concurrency"] == 52.83
-    assert "GPU KV cache size: 432,800 tokens" in plan["log_lines"]
+    assert plan["kv_cache_tokens"] == 432_544
+    assert plan["max_concurrency"] == 52.8
+    assert "GPU KV cache size: 432,544 tokens" in plan["log_lines"]
 
 
 async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:
     # vllm_version 0.11.0 selects the 0.8-0.16 accounting: activation 9.71 x 1,024 x 128,256
     # x 4 = 5,101,018,152, non-torch 139,586,437, no graphs: 76,524,128,985 - 16,060,522,496
-    # - 5,101,018,152 - 139,586,437 = 55,223,001,900 B = 26,332 blocks = 421,312 tokens.
+    # - 33,554,432 - 5,101,018,152 - 139,586,437 = 55,189,447,468 B = 26,316 blocks = 421,056
+    # tokens.
     body = {
         "model": "llama-3.1-8b",
         "gpu": "h100",
@@ -116,7 +120,7 @@ async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:
     assert r.status_code == 200, r.text
     plan = r.json()
     assert plan["prediction"]["version"] == "v1-0.11"
-    assert plan["kv_cache_tokens"] == 421_312
+    assert plan["kv_cache_tokens"] == 421_056
     # A release before the modelled ones is the field's fault.
     body["vllm"] = {"vllm_version": "0.2.7"}
     r = await client.post("/plan", json=body)

@@ -211,3 +211,17 @@ def test_gemma_1_ties_embeddings_and_keeps_its_head_dim() -> None:
     spec = import_config(log_config("gemma-7b"), "gemma-7b").spec
     assert spec.total_params == 8_537_680_896
     assert spec.resolved_head_dim == 256 and spec.count_layers("full") == 28
+
+
+def test_rotary_caches_follow_the_rope_each_config_names() -> None:
+    # vLLM builds one cos/sin cache per distinct rope: llama3 scaling keeps max_position
+    # (131,072); YaRN builds original x factor (gpt-oss: 4,096 x 32 = 131,072; DeepSeek-V3:
+    # 4,096 x 40 = 163,840); Gemma 3's local rope has max_position rows and its global one,
+    # linear x 8, 1,048,576 rows.
+    def rows(name: str, loader: Any = config) -> tuple[int, ...]:
+        return tuple(import_config(loader(name), name).spec.rope_cache_rows)
+
+    assert rows("llama-3.1-8b") == (131_072,)
+    assert rows("gpt-oss-120b") == (131_072,)
+    assert rows("deepseek-v3") == (163_840,)
+    assert rows("gemma-3-4b-it", log_config) == (131_072, 1_048_576)

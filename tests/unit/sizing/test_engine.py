@@ -18,6 +18,7 @@ from service.sizing.engine import (
     mxfp4_backend_for,
     predict_vllm,
     quantization_of,
+    rope_cache_bytes,
 )
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -88,25 +89,27 @@ def test_mxfp4_backend_follows_gpu_and_version() -> None:
     assert mxfp4_backend_for(H100, "v1-0.10") == "marlin"  # 0.10.1 wheels: torch 2.7.1
     assert mxfp4_backend_for(H100, "v1-0.11") == "triton"
     p = predict_vllm(GPT_OSS_120B, a100, EngineConfig(quantization="mxfp4", tensor_parallel_size=4))
-    assert p.per_gpu.weights_bytes == 18_432_916_128
+    # The loaded weights plus the rotary cache every rank builds: 131,072 x 64 x 2 B.
+    assert p.per_gpu.weights_bytes == 18_432_916_128 + 16_777_216
 
 
 def test_llama_8b_on_80_gib_budget_and_lines() -> None:
-    # total 80 GiB x 0.9 = 77,309,411,328; weights 16,060,522,496; activation 9.71 x 1,024 seqs
-    # x 128,256 vocab x 4 B = 5,101,018,152; non-torch 139,586,437 (TP 1):
-    # KV = 56,008,284,243 B. Page = 16 tokens x 2 x 8 heads x 128 x 2 B = 65,536 B; a block
-    # across 32 layers = 2,097,152 B -> 26,706 blocks = 427,296 tokens; 26,706 / (8,192 / 16)
-    # = 52.16x for 8,192-token requests.
+    # total 80 GiB x 0.9 = 77,309,411,328; weights 16,060,522,496 plus the rotary cache
+    # 131,072 x 128 x 2 B = 33,554,432; activation 9.71 x 1,024 seqs x 128,256 vocab x 4 B =
+    # 5,101,018,152; non-torch 139,586,437 (TP 1): KV = 55,974,729,811 B. Page = 16 tokens x 2
+    # x 8 heads x 128 x 2 B = 65,536 B; a block across 32 layers = 2,097,152 B -> 26,690 blocks
+    # = 427,040 tokens; 26,690 / (8,192 / 16) = 52.13x for 8,192-token requests.
     config = EngineConfig(gpu_total_bytes=80 * GIB, max_model_len=8192)
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.usable_bytes == 77_309_411_328
     assert p.per_gpu.activation_bytes == 5_101_018_152
-    assert p.per_gpu.kv_cache_bytes == 56_008_284_243
+    assert p.per_gpu.weights_bytes == 16_094_076_928
+    assert p.per_gpu.kv_cache_bytes == 55_974_729_811
     assert p.per_gpu.block_bytes == 2_097_152
-    assert p.kv_cache_tokens == 427_296
-    assert p.max_concurrency == 52.16
-    assert "GPU KV cache size: 427,296 tokens" in p.log_lines
-    assert "Maximum concurrency for 8,192 tokens per request: 52.16x" in p.log_lines
+    assert p.kv_cache_tokens == 427_040
+    assert p.max_concurrency == 52.13
+    assert "GPU KV cache size: 427,040 tokens" in p.log_lines
+    assert "Maximum concurrency for 8,192 tokens per request: 52.13x" in p.log_lines
     assert (p.defaults.max_num_batched_tokens, p.defaults.max_num_seqs) == (8192, 1024)
 
 
@@ -191,33 +194,35 @@ def test_v019_budget_has_the_smaller_sampler_and_no_graph_deduction() -> None:
     # vLLM 0.19 (llm-d-planner logs): activation = 3.9 x 1024 seqs x 128,256 vocab x 4 B
     # = 2,048,812,646; non-torch at TP 1 = 0.24 GiB = 257,698,038; graphs not subtracted.
     # Total 85,520,809,984 - 494,000,000 = 85,026,809,984; x 0.95 = 80,775,469,484 usable.
-    # KV = 80,775,469,484 - 16,060,522,496 - 2,048,812,646 - 257,698,038 = 62,408,436,304
-    # -> 29,758 blocks of 2,097,152 B (32 layers x 16 x 4,096 B) -> 476,128 tokens.
+    # Weights 16,060,522,496 + the 33,554,432 B rotary cache = 16,094,076,928.
+    # KV = 80,775,469,484 - 16,094,076,928 - 2,048,812,646 - 257,698,038 = 62,374,881,872
+    # -> 29,742 blocks of 2,097,152 B (32 layers x 16 x 4,096 B) -> 475,872 tokens.
     config = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-0.19")
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.activation_bytes == 2_048_812_646
     assert p.per_gpu.non_torch_bytes == 257_698_038
     assert p.per_gpu.cuda_graph_bytes == 0
-    assert p.per_gpu.kv_cache_bytes == 62_408_436_304
-    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_758, 476_128)
+    assert p.per_gpu.kv_cache_bytes == 62_374_881_872
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_742, 475_872)
 
 
 def test_cudagraph_era_subtracts_the_graph_estimate_and_all_reduce_buffers() -> None:
     # 0.21+: the same budget less the 1.33 GiB graph estimate (1,428,076,216 B):
-    # 62,408,436,304 - 1,428,076,216 = 60,980,360,088 -> 29,077 blocks -> 465,232 tokens
-    # (concurrency x max_model_len = 29,077 / 512 x 8,192, the same for one layer group).
+    # 62,374,881,872 - 1,428,076,216 = 60,946,805,656 -> 29,061 blocks -> 464,976 tokens
+    # (concurrency x max_model_len = 29,061 / 512 x 8,192, the same for one layer group).
     base = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-cudagraph")
     p = predict_vllm(LLAMA_8B, H100, base)
     assert p.per_gpu.cuda_graph_bytes == 1_428_076_216
-    assert p.per_gpu.kv_cache_bytes == 60_980_360_088
-    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_077, 465_232)
+    assert p.per_gpu.kv_cache_bytes == 60_946_805_656
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (29_061, 464_976)
     # TP 2 over NVLink: custom all-reduce buffers make non-torch 2.1 GiB = 2,254,857,830;
-    # weights 8,030,261,248 a rank: 80,775,469,484 - 8,030,261,248 - 2,048,812,646
-    # - 2,254,857,830 - 1,428,076,216 = 67,013,461,544 -> 63,909 blocks of 1,048,576 B.
+    # weights 8,030,261,248 a rank + the 33,554,432 B rotary cache (whole on every rank):
+    # 80,775,469,484 - 8,063,815,680 - 2,048,812,646 - 2,254,857,830 - 1,428,076,216
+    # = 66,979,907,112 -> 63,877 blocks of 1,048,576 B.
     p2 = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(base, tensor_parallel_size=2))
     assert p2.per_gpu.non_torch_bytes == 2_254_857_830
-    assert p2.per_gpu.kv_cache_bytes == 67_013_461_544
-    assert p2.per_gpu.num_blocks == 63_909
+    assert p2.per_gpu.kv_cache_bytes == 66_979_907_112
+    assert p2.per_gpu.num_blocks == 63_877
     # Eager mode captures no graphs, so nothing is subtracted.
     eager = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(base, enforce_eager=True))
     assert eager.per_gpu.cuda_graph_bytes == 0
@@ -241,19 +246,19 @@ def test_pipeline_stages_hold_their_own_weights_and_the_last_samples() -> None:
     # Llama 3.1 8B, PP 2 on an 80 GiB GPU (usable 0.9 x 80 GiB = 77,309,411,328), v1-0.11.
     # Embedding = LM head = 128,256 x 4,096 x 2 B = 1,050,673,152; the 32 layers' body is
     # 16,060,522,496 - 2 x 1,050,673,152 = 13,959,176,192, 16 layers a stage: each stage holds
-    # 6,979,588,096 + 1,050,673,152 = 8,030,261,248. Only the last stage runs the sampler
-    # (5,101,018,152), so it limits: 77,309,411,328 - 8,030,261,248 - 5,101,018,152
-    # - 139,586,437 = 64,038,545,491 -> 61,071 blocks of 16 layers x 16 x 4,096 B = 1,048,576
-    # -> 977,136 tokens.
+    # 6,979,588,096 + 1,050,673,152 = 8,030,261,248, and each builds the 33,554,432 B rotary
+    # cache: 8,063,815,680. Only the last stage runs the sampler (5,101,018,152), so it
+    # limits: 77,309,411,328 - 8,063,815,680 - 5,101,018,152 - 139,586,437 = 64,004,991,059
+    # -> 61,039 blocks of 16 layers x 16 x 4,096 B = 1,048,576 -> 976,624 tokens.
     config = EngineConfig(
         max_model_len=8192, pipeline_parallel_size=2, gpu_total_bytes=80 * GIB, version="v1-0.11"
     )
     p = predict_vllm(LLAMA_8B, H100, config)
-    assert p.per_gpu.weights_bytes == 8_030_261_248
+    assert p.per_gpu.weights_bytes == 8_063_815_680
     assert p.per_gpu.activation_bytes == 5_101_018_152
-    assert p.per_gpu.kv_cache_bytes == 64_038_545_491
-    assert (p.per_gpu.block_bytes, p.per_gpu.num_blocks) == (1_048_576, 61_071)
-    assert p.kv_cache_tokens == 977_136
+    assert p.per_gpu.kv_cache_bytes == 64_004_991_059
+    assert (p.per_gpu.block_bytes, p.per_gpu.num_blocks) == (1_048_576, 61_039)
+    assert p.kv_cache_tokens == 976_624
 
 
 def test_graphs_captured_after_the_cache_need_room_outside_the_budget() -> None:
@@ -317,3 +322,16 @@ def test_mla_cache_layouts_by_release() -> None:
     for config, per_token in expected.items():
         p = predict_vllm(DEEPSEEK_V3, H100, config)
         assert p.per_gpu.block_bytes == 16 * 61 * per_token
+
+
+def test_rotary_caches_count_as_loaded_weights() -> None:
+    # "Model loading took" counts the cos/sin buffers: rows x rotary dim x 2 B on every rank.
+    # Llama 3.1 8B: 131,072 x 128 x 2 = 33,554,432 B. Gemma 3 4B's two ropes:
+    # (131,072 + 1,048,576) x 256 x 2 = 603,979,776 B = 0.5625 GiB. MLA rotates only the
+    # 64-wide rope part: DeepSeek-V3 163,840 x 64 x 2 = 20,971,520 B (its spec names no rows:
+    # max_context_tokens, 163,840).
+    assert rope_cache_bytes(LLAMA_8B) == 33_554_432
+    gemma = msgspec.structs.replace(LLAMA_8B, head_dim=256, rope_cache_rows=(131_072, 1_048_576))
+    assert rope_cache_bytes(gemma) == 603_979_776
+    assert rope_cache_bytes(DEEPSEEK_V3) == 20_971_520
+    assert rope_cache_bytes(LLAMA_8B, 4) == 67_108_864  # --dtype float32
