@@ -69,9 +69,9 @@ DRIVER_RESERVE_BYTES: dict[str, int] = {
 (0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
 A100 40GB: torch's "total capacity of 39.39 GiB" in the CUDA OOM of vLLM issue #2363, 0.61 GiB
 under nvidia-smi's 40,960 MiB. H200: torch's 139.81 GiB in the 2x H200 Qwen3-Next log of
-vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). MI300X: ROCm's torch reports 191.98 GiB (the MI300X Llama 3.1 8B
-runs on vLLM 0.28), 0.29 GiB MORE than the catalogue's driver figure (196,288 MiB), hence the
-negative reserve."""
+vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). MI300X: ROCm's torch
+reports 191.98 GiB (the MI300X Llama 3.1 8B runs on vLLM 0.28), 0.29 GiB MORE than the
+catalogue's driver figure (196,288 MiB), hence the negative reserve."""
 SAMPLER_FACTOR: dict[EngineEra, float] = {
     "v1-0.10": 2.87,
     "v1-0.11": 9.71,
@@ -120,7 +120,7 @@ STARTUP_USAGE_BYTES: tuple[int, int] = (547_608_330, 1_642_824_991)
 init) and 1.53 GiB (77.66 of 79.19 GiB free at TP 2) in the v0.19 H100 logs. From 0.17 the
 engine refuses to start when utilisation x total exceeds what is free ("Free memory on device
 ... on startup is less than desired GPU memory utilization")."""
-Mxfp4Backend = Literal["auto", "marlin", "triton", "flashinfer-trtllm"]
+Mxfp4Backend = Literal["auto", "marlin", "triton", "triton-padded", "flashinfer-trtllm"]
 """How vLLM lays out MXFP4 experts (``vllm/model_executor/layers/quantization/mxfp4.py``,
 ``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``); see
 ``mxfp4_expert_bytes``. auto: the backend vLLM picks for the GPU and engine era."""
@@ -344,7 +344,7 @@ def mxfp4_backend_for(gpu: GpuSpec, version: EngineEra) -> Mxfp4Backend:
     if gpu.fp4 and version not in ("v0", "v1-0.10"):
         return "flashinfer-trtllm"
     if gpu.slug.startswith(HOPPER_SLUGS) and version not in ("v0", "v1-0.10"):
-        return "triton"
+        return "triton-padded" if version in ("v1-0.19", "v1-cudagraph") else "triton"
     return "marlin"
 
 
@@ -372,6 +372,12 @@ def mxfp4_expert_bytes(model: ModelSpec, tensor_parallel: int, backend: Mxfp4Bac
       block dimension to even. (With torch < 2.8.1 on Hopper ``_swizzle_mxfp4`` falls back to
       StridedLayout views and the second copy does not exist; the two H100 triton logs
       collected both show the swizzled figure.)
+    * triton-padded (Hopper, 0.17 on): the triton_kernels copy vLLM bundles (0.19.0 at
+      2a69949bd, ``vllm/third_party/triton_kernels``) also pads the packed weights in
+      ``HopperMXValueLayout.swizzle_data`` to multiples of 64 in both dimensions ("Pre-pad both
+      matrix dims to multiples of 64"): gpt-oss-20b at TP 1 gains 0.198 GiB (the llm-d-planner
+      v0.19 logs: 13.64 GiB; 0.11 logged 13.47). Where between 0.14.1 (unpadded, issue
+      #33155) and 0.19.0 it began is not pinned; the era boundary (0.17) is assumed.
     * flashinfer-trtllm (Blackwell): I_pad = H_pad = round_up(., 256); shuffled weights and
       scales replace the originals, biases become fp32. No log collected: unverified.
     """
@@ -391,9 +397,14 @@ def mxfp4_expert_bytes(model: ModelSpec, tensor_parallel: int, backend: Mxfp4Bac
         + h_pad * i_pad // 32  # w2_weight_scale
         + (2 * i_pad + h_pad) * bias_bytes  # w13_bias, w2_bias
     )
-    if backend == "triton":
+    if backend in ("triton", "triton-padded"):
         per_expert += _round_up(2 * i_pad, 256) * _round_up(h_pad // 32, 2)  # swizzled w13 scale
         per_expert += _round_up(h_pad, 256) * _round_up(i_pad // 32, 2)  # swizzled w2 scale
+    if backend == "triton-padded":
+        # HopperMXValueLayout.swizzle_data pads both dims of the packed (two values a byte)
+        # weights to 64: w13 is swizzled as [H/2, 2 I], w2 as [I/2, H].
+        per_expert += _round_up(h_pad // 2, 64) * _round_up(2 * i_pad, 64) - h_pad // 2 * 2 * i_pad
+        per_expert += _round_up(i_pad // 2, 64) * _round_up(h_pad, 64) - i_pad // 2 * h_pad
     return model.layers * model.experts * per_expert
 
 

@@ -83,6 +83,16 @@ def test_mxfp4_triton_layout_keeps_both_scale_copies() -> None:
     assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 1, "triton") == 69_044_333_184
 
 
+def test_mxfp4_triton_from_0_17_pads_the_packed_weights_to_64() -> None:
+    # The bundled triton_kernels' HopperMXValueLayout pads both dims of the packed weights to
+    # 64: w13 [H/2 = 1,440 -> 1,472, 2I = 5,760] adds 32 x 5,760 = 184,320 B; w2 [I/2 = 1,440
+    # -> 1,472, H = 2,880] adds 32 x 2,880 = 92,160 B. 14,060,160 + 276,480 = 14,336,640 B an
+    # expert; x 4,608 = 66,063,237,120; + 4,255,115,904 = 70,318,353,024 B.
+    assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 1, "triton-padded") == 70_318_353_024
+    assert mxfp4_backend_for(H100, "v1-0.19") == mxfp4_backend_for(H100, "v1-cudagraph")
+    assert mxfp4_backend_for(H100, "v1-0.19") == "triton-padded"
+
+
 def test_mxfp4_backend_follows_gpu_and_version() -> None:
     a100 = GpuSpec(slug="a100-80gb", memory_bytes=80 * 10**9, hbm_bytes_per_s=2 * 10**12)
     assert mxfp4_backend_for(a100, "v1-0.11") == "marlin"
