@@ -96,6 +96,12 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
         "checkpoint_bytes",
     ):
         require(getattr(spec, name) >= 0, f(name), "must not be negative")
+    require(len(spec.rope_cache_rows) <= 8, f("rope_cache_rows"), "at most 8 ropes")
+    require(
+        all(0 < rows <= 1 << 30 for rows in spec.rope_cache_rows),
+        f("rope_cache_rows"),
+        "each must be between 1 and 2**30",
+    )
     require(
         bool(spec.checkpoint_format) == bool(spec.checkpoint_bytes),
         f("checkpoint_bytes"),

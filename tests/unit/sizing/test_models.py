@@ -41,6 +41,8 @@ def test_shipped_shapes_validate() -> None:
         ({"slug": " "}, "model_spec.slug"),
         ({"max_context_tokens": 0}, "model_spec.max_context_tokens"),
         ({"kv_lora_rank": 512, "layer_types": ("full",) * 80}, "model_spec.layer_types"),
+        ({"rope_cache_rows": (0,)}, "model_spec.rope_cache_rows"),
+        ({"rope_cache_rows": (4096,) * 9}, "model_spec.rope_cache_rows"),
     ],
 )
 def test_bad_architecture_raises_one_error_naming_the_field(
