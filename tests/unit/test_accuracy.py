@@ -68,3 +68,57 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
     (case,) = report(tmp_path).cases
     assert case.unsupported is None and case.model == "Qwen/Qwen3-0.6B"
     assert case.logged_tokens == 652_144
+
+
+def test_the_collected_cases_as_they_stand() -> None:
+    # 70 cases (16 set a fitted constant). The KV-token bar holds: 49 of 54 within 5% (90.7%),
+    # 36 of the 39 held-out ones (92.3%). The misses, each with its cause:
+    # - dennislee A100 40GB x2 over Ray (two nodes): +5.5%, ~1.2 GiB unexplained non-torch;
+    # - Qwen3-Next (H200, linear-attention hybrid): model type not modelled;
+    # - DeepSeek-R1 on 8x H200, V0 0.7: MLA matrix absorption holds ~5.5 GiB more a rank
+    #   and non-torch is 7.16 GiB at TP 8; not modelled;
+    # - Mixtral AWQ on vLLM 0.2.7: before the modelled releases;
+    # - DeepSeek-V2-Lite pre-MLA: the layout is right (its page check passes) but the log's
+    #   non-torch memory is 5.21 GiB on one GPU (another process, most likely).
+    # Weights within 1%: 54 of 56 (the Qwen3-Next and V0 DeepSeek-R1 runs). Failures: 11 of 13;
+    # the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die warming up the sampler
+    # after the KV cache is allocated, which the budget cannot see (allocator fragmentation).
+    rep = report()
+    measured = [r for r in rep.cases if r.inconsistent is None]
+    assert len(rep.cases) == 70 and sum(r.role == "fit" for r in rep.cases) == 16
+    assert (rep.tokens_within, rep.tokens_cases) == (49, 54)
+    assert (rep.weights_within, rep.weights_cases) == (54, 56)
+    assert (rep.failures_ok, rep.failure_cases) == (11, 13)
+    assert rep.false_failures == 0
+    token_misses = {
+        r.case for r in measured if r.tokens_error is not None and abs(r.tokens_error) > 0.05
+    }
+    assert token_misses == {
+        "dennislee-a100-40gb-x2-qwen2-7b-tp2-util0.5",
+        "unknownrepo-h200-qwen3-next-80b-a3b-tp2-v0.10.2",
+        "unknownrepo-h200x8-deepseek-r1-tp8-v0.7-128k",
+        "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
+        "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
+    }
+    assert {r.case for r in measured if r.logged_failed and not r.failure_ok} == {
+        "llmdplanner-h100-gpt-oss-20b-tp1-v0.19-sampler-oom-fails",
+        "llmdplanner-h100-gpt-oss-20b-tp2-util0.95-v0.19-sampler-oom-fails",
+    }
+    assert {r.case for r in rep.cases if r.inconsistent} == {
+        "kubesimplify-rtxpro6000-qwen3-235b-a22b-fp8-pp4",
+        "llmd-h100-gpt-oss-120b",
+        "llmdplanner-h100-codellama-34b-tp2-v0.19-gpu-contention-fails",
+    }
+
+
+def test_kv_tokens_within_5_percent_in_90_percent_of_the_cases() -> None:
+    # The KV-token bar, on all measured cases and on the held-out ones alone.
+    rep = report()
+    assert rep.tokens_within >= 0.9 * rep.tokens_cases
+    held_out = [
+        r
+        for r in rep.cases
+        if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
+    ]
+    within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
+    assert within >= 0.9 * len(held_out)
