@@ -642,10 +642,18 @@ def predict_vllm(
         )
     if n_groups > 1:
         notes.append(
-            f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts blocks per group."
+            f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts "
+            + (
+                "max_model_len x concurrency."
+                if config.version == "v1-cudagraph"
+                else "blocks per group x block_size."
+            )
         )
-    if config.version == "v1-cudagraph":
-        notes.append("CUDA-graph memory is an estimate (0.50 GiB), subtracted from the budget.")
+    if graphs:
+        notes.append(
+            f"CUDA-graph memory is an estimate ({_gib(graphs)} GiB, the median of vLLM's own "
+            "estimates in collected logs), subtracted from the budget as 0.21 and later do."
+        )
 
     per_gpu = EngineGpu(
         total_bytes=total,
