@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.catalogue.convert import number_format_of
 from service.catalogue.lookup import resolve
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.plans.evaluate import PlanRequest
+from service.plans.evaluate import PlanRequest, model_from_config
 from service.plans.records import CatalogueChange
 from service.sizing.formats import default_kv_format
 
@@ -35,6 +35,9 @@ async def take(session: AsyncSession, request: PlanRequest) -> Snapshot:
     snapshot: Snapshot = {}
     if request.model_spec is not None:
         snapshot["model_spec"] = msgspec.to_builtins(request.model_spec)
+    elif request.config_json is not None:
+        # The architecture the answer was sized on, as the importer reads the config.json.
+        snapshot["model_spec"] = msgspec.to_builtins(model_from_config(request.config_json))
     else:
         assert request.model is not None  # evaluate_plan has already checked exactly one is set
         snapshot["model"] = row_values(await resolve(session, Model, request.model, "model"))

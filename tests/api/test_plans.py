@@ -6,6 +6,8 @@ The numbers are the seeds' six-step plan, worked by hand in tests/plans/support.
 
 import csv
 import io
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +26,8 @@ from tests.plans.support import (
     cast,
     create,
 )
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 
 @pytest.fixture
@@ -533,6 +537,21 @@ async def test_training_and_inline_architecture_plans_round_trip(
     assert inline["model"] == "llama-70b-seed"
     assert inline["catalogue"]["model_spec"]["total_params"] == 70_600_000_000
     assert "model" not in inline["catalogue"]
+
+    # A config.json plan keeps the architecture the importer read from it (it used to be a 500).
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    request = {
+        "config_json": {k: v for k, v in config.items() if not k.startswith("_")},
+        "gpu": "h100",
+        "concurrency": 4,
+        "context_tokens": 8192,
+    }
+    imported = await create(client, people.alice, {"name": "byo", "request": request})
+    assert imported["catalogue"]["model_spec"]["total_params"] == 8_030_261_248
+    assert "model" not in imported["catalogue"]
+    recheck = await client.get(f"/plans/{imported['id']}/recheck", headers=people.vic)
+    assert recheck.status_code == 200, recheck.text
+    assert recheck.json()["changed"] is False
 
 
 async def test_a_failure_half_way_through_a_review_leaves_nothing(
