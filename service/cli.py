@@ -44,6 +44,7 @@ from service.sizing.models import ModelSpec
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan
 from service.sizing.units import label_bytes, to_gb, to_gib
+from service.verify.plan import VllmPlanAnswer
 
 COMMANDS = ("plan", "matrix", "offload")
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
@@ -232,6 +233,36 @@ def render_plan(answer: PlanAnswer | TrainingAnswer) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_vllm_plan(answer: VllmPlanAnswer) -> str:
+    p = answer.prediction
+    g = p.per_gpu
+    out = [
+        f"{answer.model} on {answer.gpu} (vLLM method, {p.version}): "
+        f"{answer.concurrency} conversations x {answer.context_tokens:,} tokens",
+        f"{'fits' if answer.fits else 'does not fit'} on {answer.gpu_count} GPU(s): "
+        f"tensor parallel {answer.tensor_parallel} x pipeline {answer.pipeline_parallel}",
+        "",
+        "vLLM will log:",
+        *(f"  {line}" for line in answer.log_lines),
+        "",
+    ]
+    rows = [
+        [label, f"{value:,}", f"{to_gib(value):,.2f}"]
+        for label, value in (
+            ("torch-visible total", g.total_bytes),
+            ("x gpu_memory_utilization", g.usable_bytes),
+            ("weights as loaded", g.weights_bytes),
+            ("activation peak", g.activation_bytes),
+            ("non-torch", g.non_torch_bytes),
+            ("CUDA graphs (estimate)", g.cuda_graph_bytes),
+            ("KV cache", g.kv_cache_bytes),
+        )
+    ]
+    out.append(table(["per GPU", "bytes", "GiB"], rows))
+    out += ["", *(f"note: {n}" for n in p.notes)]
+    return "\n".join(out) + "\n"
+
+
 def render_matrix(m: CostedMatrix) -> str:
     header = ["model", "format", "weights GB", *m.gpus]
     rows = []
@@ -315,6 +346,10 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     plan.add_argument("--kv-format", help="default: 16-bit beside 16-bit weights, else fp8")
     plan.add_argument("--splits", help="GPU counts to try, e.g. 1,2,4,8")
     plan.add_argument("--rank-by", choices=["gpus", "hourly_cost", "purchase_cost"])
+    plan.add_argument(
+        "--method", choices=["seed", "vllm"], help="seed (default) or vllm: what vLLM will log"
+    )
+    plan.add_argument("--vllm-version", help="the vLLM release to predict, e.g. 0.19.0")
     _common(plan)
 
     matrix = commands.add_parser("matrix", help="fewest GPUs per model and format on each GPU")
@@ -359,6 +394,11 @@ def _request(args: argparse.Namespace) -> msgspec.Struct:
             fields["kv_format"] = args.kv_format
         if args.rank_by:
             fields["rank_by"] = args.rank_by
+        if args.method:
+            fields["method"] = args.method
+        if args.vllm_version:
+            require(args.method == "vllm", "vllm_version", "goes with --method vllm")
+            fields["vllm"] = {"vllm_version": args.vllm_version}
         if args.splits:
             try:
                 fields["splits"] = [int(s) for s in args.splits.split(",")]
@@ -422,6 +462,8 @@ def _local(args: argparse.Namespace, request: msgspec.Struct) -> Any:
 def render(answer: Any) -> str:
     if isinstance(answer, str):
         return answer
+    if isinstance(answer, VllmPlanAnswer):
+        return render_vllm_plan(answer)
     if isinstance(answer, PlanAnswer | TrainingAnswer):
         return render_plan(answer)
     if isinstance(answer, CostedMatrix):

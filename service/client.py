@@ -27,6 +27,10 @@ from service.plans.compute import MatrixRequest, OffloadRequest
 from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
+from service.verify.plan import VllmPlanAnswer
+
+Answer = PlanAnswer | TrainingAnswer | VllmPlanAnswer
+"""What POST /plan answers: the seeds' inference plan, a training plan, or the vLLM method's."""
 
 RETRY_STATUSES = frozenset({429, 503})
 DEFAULT_TIMEOUT_S = 30.0
@@ -187,7 +191,7 @@ class _Base:
             method="POST",
             path="/plan",
             body=_request(PlanRequest, request, fields),
-            answer=str if accept else PlanAnswer | TrainingAnswer,
+            answer=str if accept else Answer,
             accept=accept or "application/json",
         )
 
@@ -274,11 +278,9 @@ class PlannerClient(_Base):
             self._sleep(delay)
             attempt += 1
 
-    def plan(
-        self, request: PlanRequest | None = None, /, **fields: Any
-    ) -> PlanAnswer | TrainingAnswer:
+    def plan(self, request: PlanRequest | None = None, /, **fields: Any) -> Answer:
         """POST /plan: a PlanRequest, or its fields as keywords."""
-        answer: PlanAnswer | TrainingAnswer = self._send(self._plan(request, fields))
+        answer: Answer = self._send(self._plan(request, fields))
         return answer
 
     def plan_csv(self, request: PlanRequest | None = None, /, **fields: Any) -> str:
@@ -368,10 +370,8 @@ class AsyncPlannerClient(_Base):
             await self._sleep(delay)
             attempt += 1
 
-    async def plan(
-        self, request: PlanRequest | None = None, /, **fields: Any
-    ) -> PlanAnswer | TrainingAnswer:
-        answer: PlanAnswer | TrainingAnswer = await self._send(self._plan(request, fields))
+    async def plan(self, request: PlanRequest | None = None, /, **fields: Any) -> Answer:
+        answer: Answer = await self._send(self._plan(request, fields))
         return answer
 
     async def plan_csv(self, request: PlanRequest | None = None, /, **fields: Any) -> str:

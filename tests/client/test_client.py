@@ -204,6 +204,7 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
         ["plan", "deepseek-v3", "--format", "fp8", "--gpu", "h200", "--context", "32768"],
         ["matrix", "llama-3.1-70b", "mixtral-8x7b", "--format", "bf16", "--format", "int4"],
         ["offload", "llama-3.1-70b", "--gpu", "h100", "--count", "2", "--batch", "4"],
+        ["plan", "llama-3.1-8b", "--gpu", "h100", "--method", "vllm", "--vllm-version", "0.19.0"],
     ],
 )
 def test_the_cli_local_mode_equals_the_server(
@@ -222,6 +223,22 @@ def test_the_cli_prints_a_readable_table(base_url: str, capsys: pytest.CaptureFi
     assert "2 x h100-sxm: tight, 11.8 GB (11.0 GiB) spare (8.6%)" in out
     assert "spare                    5,879,601,152   5.88   5.48" in out
     assert "warnings:" in out
+
+
+def test_the_cli_prints_what_vllm_will_log(
+    base_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vLLM 0.19 on the catalogue H100 at 0.9: 76,524,128,985 B usable - 16,094,076,928 weights
+    # (with the 32 MiB rotary cache) - 2,048,812,646 sampler peak - 257,698,038 non-torch =
+    # 58,123,541,373 B of KV = 27,715 blocks of 2,097,152 B = 443,440 tokens.
+    argv = ["plan", "llama-3.1-8b", "--gpu", "h100", "--method", "vllm", "--vllm-version", "0.19"]
+    assert main([*argv, "--url", base_url]) == 0
+    out = capsys.readouterr().out
+    assert "(vLLM method, v1-0.19)" in out
+    assert "GPU KV cache size: 443,440 tokens" in out
+    assert "KV cache                  58,123,541,373  54.13" in out
+    assert main(["plan", "llama-3.1-8b", "--gpu", "h100", "--vllm-version", "0.19.0"]) == 2
+    assert "goes with --method vllm" in capsys.readouterr().err
 
 
 def test_the_cli_names_bad_input(base_url: str, capsys: pytest.CaptureFixture[str]) -> None:
