@@ -54,6 +54,10 @@ FIT_CASES = frozenset(
         # the A100 40GB and MI300X totals torch reports
         "vllm-2363-a100-40gb-mixtral-8x7b-tp1-fails",
         "unknownrepo-mi300x-llama-3.1-8b-129k-v0.28-autokv",
+        # Model Runner V2's activation on a first start
+        "unknownrepo-a100-llama-3.1-8b-v0.31.0",
+        "runpodrecon-rtx4090-qwen3-8b-v0.27.1-cold-compile",
+        "runpodrecon-rtx4090-qwen3-8b-v0.27.1-warm-compile-cache",
         # the graph-capture OOM rule was written with this run in view
         "vllm-13074-h20-3e-deepseek-r1-tp8-pp2-util1.0-fails",
     }
@@ -161,6 +165,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_batched_tokens=c.get("max_num_batched_tokens"),
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
+        compile_cache="warm" if c.get("compile_cache") == "warm" else "cold",
         version=era_of_version(case["vllm_version"]),
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
@@ -201,7 +206,7 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
 
     def tokens_of(gib: float) -> int:
         blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
-        if p.version == "v1-cudagraph":  # concurrency x max_model_len
+        if p.version in ("v1-cudagraph", "v2-runner"):  # concurrency x max_model_len
             return int(blocks / p.blocks_per_request * p.max_model_len)
         return blocks // groups * bs
 

@@ -36,23 +36,28 @@ from service.sizing.models import LayerType, ModelSpec, validate_model
 from service.sizing.parallel import stage_layers, tensor_parallel_problem
 from service.sizing.units import GiB, ceil_div
 
-EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph"]
+EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph", "v2-runner"]
 """How a vLLM release accounts memory at start-up (``era_of_version`` maps a release to one):
 v0: the V0 engine (0.5-0.7, profiling without chunked prefill); v1-0.10: the V1 engine in 0.10.0
 and 0.10.1 (a small sampler peak); v1-0.11: the V1 engine in 0.8, 0.9 and 0.10.2-0.16 (the dummy
 sampler's fp32 logits dominate the activation peak); v1-0.19: 0.17-0.20 (a smaller sampler peak,
 all-reduce buffers counted as non-torch memory; CUDA-graph memory estimated but not subtracted);
-v1-cudagraph: 0.21 and later, which subtract the estimated CUDA-graph memory from the KV budget
-("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len."""
+v1-cudagraph: 0.21 and 0.22, which subtract the estimated CUDA-graph memory from the KV budget
+("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len;
+v2-runner: 0.23 and later, where dense full-attention text models run on Model Runner V2
+(``model_runner.py``, "Using V2 Model Runner"), whose budget has no graph term, while other
+models (MoE, MLA, sliding-window) keep the original runner and its 0.21 accounting (the 0.27.1
+logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``)."""
 
 Quantization = Literal["none", "fp8", "mxfp4"]
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
+CompileCache = Literal["cold", "warm"]
 UsageContext = Literal["api_server", "llm_class"]
 
 DEFAULT_ERA: EngineEra = "v1-0.11"
 """EngineConfig's era when none is given (the core's worked examples use it)."""
-LATEST_ERA: EngineEra = "v1-cudagraph"
+LATEST_ERA: EngineEra = "v2-runner"
 """The era of the current releases: what the API assumes when no version is given."""
 
 # --- fitted constants (see the module docstring; every one is named in the accuracy report) ---
@@ -63,13 +68,16 @@ DRIVER_RESERVE_BYTES: dict[str, int] = {
     "a100-80gb": 805_000_000,
     "a100-40gb": 655_000_000,
     "h200": 634_975_683,
+    "rtx-4090": 0,
     "mi300x": -314_000_000,
 }
 """A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
 (0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
 A100 40GB: torch's "total capacity of 39.39 GiB" in the CUDA OOM of vLLM issue #2363, 0.61 GiB
 under nvidia-smi's 40,960 MiB. H200: torch's 139.81 GiB in the 2x H200 Qwen3-Next log of
-vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). MI300X: ROCm's torch
+vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). RTX 4090: torch sees
+all of nvidia-smi's 24,564 MiB (23.99 GiB in the WSL2 Qwen2.5-0.5B log of 0.27.1; the RunPod
+Qwen3-8B budget adds up with the same total). MI300X: ROCm's torch
 reports 191.98 GiB (the MI300X Llama 3.1 8B runs on vLLM 0.28), 0.29 GiB MORE than the
 catalogue's driver figure (196,288 MiB), hence the negative reserve."""
 SAMPLER_FACTOR: dict[EngineEra, float] = {
@@ -77,6 +85,7 @@ SAMPLER_FACTOR: dict[EngineEra, float] = {
     "v1-0.11": 9.71,
     "v1-0.19": 3.9,
     "v1-cudagraph": 3.9,
+    "v2-runner": 3.9,
 }
 """V1 activation peak = factor x max_num_seqs x vocab x 4 B (the dummy sampler pass over fp32
 logits dominates the profile). 9.71: least squares over the llm-d H100 table (Llama 3.1 8B 4.76,
@@ -90,12 +99,22 @@ V0_ACTIVATION_BASE_BYTES = 575_000_000
 V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 21.6
 """V0 activation peak = 0.536 GiB + 21.6 B x max_num_batched_tokens x hidden: least squares over
 PR #10511 (1.26 GiB at 8,192 tokens) and issue #10517 (2.07 at 20,000 and 2.99 at 29,000)."""
+V2_ACTIVATION_BYTES_PER_HIDDEN = 343_409
+"""Model Runner V2's profile peak on a first start, per unit of hidden size: the two cold
+torch.compile logs, Llama 3.1 8B on vLLM 0.31 (1.44 GiB) and Qwen3-8B on 0.27.1 (1.18 GiB),
+both 4,096 wide: 1.31 GiB / 4,096. Its sampler pass is small (0.19 GiB for Qwen3-8B once the
+compile cache is warm, the same RunPod run restarted): a warm cache leaves about 1 GiB more
+for the KV cache than predicted."""
+V2_WARM_SAMPLER_FACTOR = 1.3
+"""Model Runner V2 with a warm compile cache: what is left is the sampler's pass, 1.3 x seqs x
+vocab x 4 B (the RunPod Qwen3-8B restart on 0.27.1: 0.19 GiB for 256 x 151,936)."""
 NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
     "v0": (375_809_638, 375_809_638),
     "v1-0.10": (139_586_437, 590_558_003),
     "v1-0.11": (139_586_437, 590_558_003),
     "v1-0.19": (257_698_038, 2_254_857_830),
     "v1-cudagraph": (257_698_038, 2_254_857_830),
+    "v2-runner": (257_698_038, 2_254_857_830),
 }
 """(TP = 1, TP > 1 with vLLM's custom all-reduce): 0.13 / 0.55 GiB in the llm-d H100 table
 (v0.11); 0.24 / 2.1 GiB in the llm-d-planner v0.19.0 H100 logs ("non-torch forward increase
@@ -145,6 +164,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
+    compile_cache: CompileCache = "cold"
+    """Model Runner V2 only: a warm torch.compile cache (a restart on the same cache
+    directory) skips most of the first start's profile peak."""
     usage: UsageContext = "api_server"
     version: EngineEra = DEFAULT_ERA
     mla_latent_cache: bool = True
@@ -175,7 +197,9 @@ def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
     if release is None:
         return later
     major, minor, patch = release
-    if major > 0 or minor >= 21:
+    if major > 0 or minor >= 23:
+        return "v2-runner"
+    if minor >= 21:
         return "v1-cudagraph"
     require(minor >= 5, "vllm_version", f"vLLM {version} predates the modelled releases (0.5+)")
     if minor <= 7:
@@ -297,6 +321,30 @@ def torch_visible_bytes(gpu: GpuSpec) -> int:
     return smi - DRIVER_RESERVE_BYTES.get(gpu.slug, DEFAULT_DRIVER_RESERVE_BYTES)
 
 
+LATER_ERAS: tuple[EngineEra, ...] = ("v1-0.19", "v1-cudagraph", "v2-runner")
+"""0.17 on: the free-memory check at start-up, the bundled triton_kernels' padded layout."""
+
+
+def runs_on_model_runner_v2(model: ModelSpec, version: EngineEra) -> bool:
+    """From 0.23 vLLM serves dense full-attention text models with Model Runner V2; MoE, MLA
+    and sliding-window (hybrid) models keep the original runner (the collected 0.23-0.31 logs;
+    a note in one lab's README says V2 serves every model from 0.29, not checked here)."""
+    if version != "v2-runner":
+        return False
+    return not model.is_moe and all(t == "full" for t in model.resolved_layer_types)
+
+
+def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: "EngineConfig") -> bool:
+    """The original runner of 0.21 on takes its CUDA-graph estimate out of the KV budget; V2,
+    eager mode and ROCm builds (until vLLM PR #48526) do not."""
+    return (
+        config.version in ("v1-cudagraph", "v2-runner")
+        and not runs_on_model_runner_v2(model, config.version)
+        and not config.enforce_eager
+        and not is_rocm(gpu)
+    )
+
+
 def is_rocm(gpu: GpuSpec) -> bool:
     """AMD Instinct GPUs run vLLM's ROCm build."""
     return gpu.slug.startswith("mi")
@@ -344,7 +392,7 @@ def mxfp4_backend_for(gpu: GpuSpec, version: EngineEra) -> Mxfp4Backend:
     if gpu.fp4 and version not in ("v0", "v1-0.10"):
         return "flashinfer-trtllm"
     if gpu.slug.startswith(HOPPER_SLUGS) and version not in ("v0", "v1-0.10"):
-        return "triton-padded" if version in ("v1-0.19", "v1-cudagraph") else "triton"
+        return "triton-padded" if version in LATER_ERAS else "triton"
     return "marlin"
 
 
@@ -527,19 +575,21 @@ def predict_vllm(
     rope = rope_cache_bytes(model, 4 if config.dtype == "float32" else 2)
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
+    on_v2 = runs_on_model_runner_v2(model, config.version)
     if config.version == "v0":
         activation_peak = V0_ACTIVATION_BASE_BYTES + int(
             V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size
         )
+    elif on_v2 and config.compile_cache == "warm":
+        logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
+        activation_peak = int(V2_WARM_SAMPLER_FACTOR * logits)
+    elif on_v2:
+        activation_peak = V2_ACTIVATION_BYTES_PER_HIDDEN * model.hidden_size
     else:
         logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
         activation_peak = int(SAMPLER_FACTOR[config.version] * logits)
     non_torch = NON_TORCH_BYTES[config.version][1 if custom_all_reduce(gpu, tp) else 0]
-    graphs = (
-        CUDA_GRAPH_ESTIMATE_BYTES
-        if config.version == "v1-cudagraph" and not config.enforce_eager and not is_rocm(gpu)
-        else 0
-    )
+    graphs = CUDA_GRAPH_ESTIMATE_BYTES if subtracts_graph_estimate(model, gpu, config) else 0
 
     kv_format = FORMATS[
         "fp8" if config.kv_cache_dtype == "fp8" else "fp32" if config.dtype == "float32" else "bf16"
@@ -567,7 +617,9 @@ def predict_vllm(
     for index, layers in enumerate(stages):
         first, last = index == 0, index == pp - 1
         weights = body * len(layers) // model.layers + edge * (first + last) + rope
-        activation = activation_peak if last or config.version == "v0" else 0
+        # V1's peak is the sampler, on the last stage only; V0 and Model Runner V2 peak in the
+        # forward pass, on every stage.
+        activation = activation_peak if last or config.version == "v0" or on_v2 else 0
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
         page = bs * max(per_token[k] for k in set(layers))
@@ -603,7 +655,7 @@ def predict_vllm(
     concurrency = blocks / best.per_request if best.per_request else 0.0
     if config.version == "v0":
         tokens = blocks * bs
-    elif config.version == "v1-cudagraph":
+    elif config.version in ("v1-cudagraph", "v2-runner"):
         # Newer _report_kv_cache_config (vLLM PRs #38364 / #40694, after 0.19): concurrency x
         # max_model_len; the 0.23 Gemma 3 log on MI300X prints 1,217,591, not a block multiple.
         tokens = int(concurrency * mml)
@@ -612,7 +664,7 @@ def predict_vllm(
 
     failure: str | None = None
     startup = STARTUP_USAGE_BYTES[0 if tp * pp == 1 else 1]
-    if config.version in ("v1-0.19", "v1-cudagraph") and usable > total - startup:
+    if config.version in LATER_ERAS and usable > total - startup:
         failure = (
             f"Free memory on device ({_gib(total - startup)}/{_gib(total)} GiB) on startup is "
             f"less than desired GPU memory utilization ({config.gpu_memory_utilization}, "
@@ -645,7 +697,7 @@ def predict_vllm(
             f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts "
             + (
                 "max_model_len x concurrency."
-                if config.version == "v1-cudagraph"
+                if config.version in ("v1-cudagraph", "v2-runner")
                 else "blocks per group x block_size."
             )
         )

@@ -8,6 +8,7 @@ from msgspec import Meta
 
 from service.sizing.engine import (
     LATEST_ERA,
+    CompileCache,
     Dtype,
     EngineConfig,
     EngineEra,
@@ -48,7 +49,7 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4)."""
     engine_version: EngineEra | None = None
     """How the release accounts memory; default: the era of vllm_version, else the current
-    releases' (v1-cudagraph, 0.21 and later)."""
+    releases' (v2-runner, 0.23 and later)."""
     vllm_version: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
     """The release to predict, as it prints itself ("0.19.0"): sets engine_version (unless
     given) and the MLA cache layout of releases before 0.7.1."""
@@ -56,6 +57,9 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """--dtype; float32 doubles 16-bit weights and the auto KV cache."""
     usage: UsageContext = "api_server"
     enforce_eager: bool = False
+    compile_cache: CompileCache = "cold"
+    """Model Runner V2 (0.23+, dense models): warm when restarting on a kept torch.compile
+    cache, which leaves about 1 GiB more for the KV cache on an 8B model."""
     pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
 
 
@@ -117,6 +121,7 @@ def engine_config(
         enforce_eager=options.enforce_eager,
         usage=options.usage,
         dtype=options.dtype,
+        compile_cache=options.compile_cache,
         version=options.engine_version or era_of(options.vllm_version),
         mla_latent_cache=(
             mla_latent_cache_of(options.vllm_version) if options.vllm_version else True

@@ -86,22 +86,22 @@ async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None
 
 async def test_plan_method_vllm(client: Client) -> None:
     # Llama 3.1 8B on an H100, 8 users of 8,192 tokens, no version given: the current releases'
-    # accounting (0.21+). The catalogue H100: 85,520,809,984 B (nvidia-smi) - 494,000,000 driver
-    # reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985; less weights 16,060,522,496 and the
-    # rotary cache 131,072 x 128 x 2 = 33,554,432, the sampler peak 3.9 x 1,024 x 128,256 x 4
-    # = 2,048,812,646, non-torch 257,698,038 and the CUDA-graph estimate 1,428,076,216 leaves
-    # 56,695,465,157 B of KV = 27,034 blocks of 2,097,152 B = 432,544 tokens: 52 conversations
-    # of 8,192 tokens (27,034 / 512 = 52.80x).
+    # accounting (0.23+: a dense model on Model Runner V2). The catalogue H100: 85,520,809,984 B
+    # (nvidia-smi) - 494,000,000 driver reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985;
+    # less weights 16,060,522,496 and the rotary cache 131,072 x 128 x 2 = 33,554,432, the
+    # first-start peak 4,096 x 343,409 = 1,406,603,264 and non-torch 257,698,038 (no graph term
+    # on V2) leaves 58,765,750,755 B of KV = 28,021 blocks of 2,097,152 B = 448,336 tokens:
+    # 54 conversations of 8,192 tokens (28,021 / 512 = 54.73x).
     body = {"model": "llama-3.1-8b", "gpu": "h100", "method": "vllm", "concurrency": 8}
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
     plan = r.json()
     assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
     assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
-    assert plan["prediction"]["version"] == "v1-cudagraph"
-    assert plan["kv_cache_tokens"] == 432_544
-    assert plan["max_concurrency"] == 52.8
-    assert "GPU KV cache size: 432,544 tokens" in plan["log_lines"]
+    assert plan["prediction"]["version"] == "v2-runner"
+    assert plan["kv_cache_tokens"] == 448_336
+    assert plan["max_concurrency"] == 54.73
+    assert "GPU KV cache size: 448,336 tokens" in plan["log_lines"]
 
 
 async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:

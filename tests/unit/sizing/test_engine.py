@@ -126,8 +126,9 @@ def test_llama_8b_on_80_gib_budget_and_lines() -> None:
 def test_log_vocabulary_maps_onto_the_engine_config() -> None:
     # Releases map to accounting eras: 0.5-0.7 V0; 0.10.0-0.10.1 the small sampler peak; 0.8,
     # 0.9 and 0.10.2-0.16 the fp32-logits sampler peak (the Qwen3-14B sweep: 5.64 GiB on 0.15
-    # and 0.16, 2.23 on 0.17 and 0.18); 0.17-0.20 the v0.19 accounting; 0.21 on subtract the
-    # CUDA-graph estimate. What names no release takes the caller's era.
+    # and 0.16, 2.23 on 0.17 and 0.18); 0.17-0.20 the v0.19 accounting; 0.21 and 0.22 subtract
+    # the CUDA-graph estimate; from 0.23 Model Runner V2 serves dense models. What names no
+    # release takes the caller's era.
     assert era_of_version("0.6.5.dev") == "v0"
     assert era_of_version("0.7.x (V0; not printed)") == "v0"
     assert era_of_version("0.9.2") == "v1-0.11"
@@ -136,8 +137,9 @@ def test_log_vocabulary_maps_onto_the_engine_config() -> None:
     assert era_of_version("0.14.1") == era_of_version("0.16.0") == "v1-0.11"
     assert era_of_version("0.17.0") == "v1-0.19"
     assert era_of_version("0.19.0") == era_of_version("0.20.2") == "v1-0.19"
-    assert era_of_version("v0.21.0") == era_of_version("0.31.0") == "v1-cudagraph"
-    assert era_of_version("1.0.0") == "v1-cudagraph"
+    assert era_of_version("v0.21.0") == era_of_version("0.22.1") == "v1-cudagraph"
+    assert era_of_version("0.23.0") == era_of_version("0.31.0") == "v2-runner"
+    assert era_of_version("1.0.0") == "v2-runner"
     assert era_of_version("0.1.dev7548+gbaba038", "v1-0.19") == "v1-0.19"
     assert era_of_version("unknown", "v1-cudagraph") == "v1-cudagraph"
     with pytest.raises(SizingError) as e:
@@ -345,3 +347,23 @@ def test_rotary_caches_count_as_loaded_weights() -> None:
     assert rope_cache_bytes(gemma) == 603_979_776
     assert rope_cache_bytes(DEEPSEEK_V3) == 20_971_520
     assert rope_cache_bytes(LLAMA_8B, 4) == 67_108_864  # --dtype float32
+
+
+def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
+    # From 0.23 a dense full-attention model runs on Model Runner V2: no CUDA-graph estimate in
+    # the budget and a first-start peak of 343,409 B per hidden unit (4,096 x 343,409 =
+    # 1,406,603,264 B for Llama 3.1 8B). On the catalogue-like H100 at 0.9: 76,524,128,985
+    # usable - 16,094,076,928 weights - 1,406,603,264 - 257,698,038 non-torch = 58,765,750,755
+    # B = 28,021 blocks = 448,336 tokens. A warm compile cache leaves the sampler's pass only:
+    # 1.3 x 1,024 x 128,256 x 4 = 1.3 x 525,336,576 = 682,937,548 B.
+    config = EngineConfig(max_model_len=8192, version="v2-runner")
+    p = predict_vllm(LLAMA_8B, H100, config)
+    assert p.per_gpu.cuda_graph_bytes == 0
+    assert p.per_gpu.activation_bytes == 1_406_603_264
+    assert p.per_gpu.kv_cache_bytes == 58_765_750_755
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (28_021, 448_336)
+    warm = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(config, compile_cache="warm"))
+    assert warm.per_gpu.activation_bytes == 682_937_548
+    # An MoE model keeps the original runner: the 0.21 budget, graph estimate included.
+    moe = predict_vllm(GPT_OSS_120B, H100, EngineConfig(quantization="mxfp4", version="v2-runner"))
+    assert moe.per_gpu.cuda_graph_bytes == 1_428_076_216
