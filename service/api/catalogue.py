@@ -167,7 +167,11 @@ def _imported_body(data: ModelImportBody, imported: ImportedModel) -> ModelBody:
     }
     return (
         ModelBody(
-            **{**fields, "layer_types": list(spec.layer_types)},
+            **{
+                **fields,
+                "layer_types": list(spec.layer_types),
+                "rope_cache_rows": list(spec.rope_cache_rows),
+            },
             active_params_incl_embedding=imported.params.active if spec.is_moe else 0,
             aliases=data.aliases,
             notes="; ".join(filter(None, [data.notes, *imported.notes])),
@@ -188,6 +192,7 @@ def _check_model(data: ModelBody) -> ModelBody:
         k: v for k, v in msgspec.structs.asdict(data).items() if k in ModelSpec.__struct_fields__
     }
     spec_fields["layer_types"] = tuple(data.layer_types)
+    spec_fields["rope_cache_rows"] = tuple(data.rope_cache_rows)
     try:
         validate_model(ModelSpec(**spec_fields), field="body")
     except SizingError as exc:

@@ -94,3 +94,19 @@ async def test_importing_an_existing_slug_is_409(
     assert response.json()["errors"][0]["field"] == "slug"
     kept = (await client.get("/models/llama-3.1-8b")).json()
     assert kept["total_params"] == 8_030_261_248 and kept["layers"] == 32
+
+
+async def test_an_imported_gemma_3_keeps_both_rotary_caches(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # Gemma 3 27B (multimodal): max_position 131,072; its global rope is linear x 8, so vLLM
+    # builds caches of 131,072 and 1,048,576 rows of 128 values: 1,179,648 x 128 x 2 B =
+    # 301,989,888 B on top of 27,432,406,640 x 2 B = 54,864,813,280 B of parameters.
+    body = {"slug": "my-gemma-3", "config_json": config("gemma-3-27b-multimodal")}
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    stored = (await client.get("/models/my-gemma-3")).json()
+    assert stored["rope_cache_rows"] == [131_072, 1_048_576]
+    request = {"model": "my-gemma-3", "gpu": "h100", "method": "vllm", "concurrency": 1}
+    plan = (await client.post("/plan", json=request)).json()
+    assert plan["prediction"]["per_gpu"]["weights_bytes"] == 54_864_813_280 + 301_989_888
