@@ -10,7 +10,7 @@ from service.catalogue.errors import NotFound
 from service.catalogue.lookup import normalise, resolve
 from service.catalogue.tables import Gpu, Model
 from service.plans import snapshot, store, workflow
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer, evaluate_plan
+from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.plans.records import (
     Change,
     Outcome,
@@ -54,8 +54,8 @@ async def _compute(session: AsyncSession, request: PlanRequest) -> dict[str, obj
     Problems name fields as the body spells them: ``request.model``, not ``model``.
     """
     try:
-        answer = await evaluate_plan(session, request)
         catalogue = await snapshot.take(session, request)
+        answer = snapshot.answer_from(request, catalogue)
     except SizingError as exc:
         raise SizingError(f"request.{exc.field}", exc.message) from None
     except NotFound as exc:
@@ -261,8 +261,8 @@ async def recheck(session: AsyncSession, plan_id: int) -> Recheck:
     before = _outcome(store.answer_of(row))
     request = msgspec.convert(row.request, PlanRequest)
     try:
-        after = _outcome(await evaluate_plan(session, request))
         today = await snapshot.take(session, request)
+        after = _outcome(snapshot.answer_from(request, today))
     except (NotFound, SizingError) as exc:
         # A row it used was deleted or changed beyond use: that is the finding, not an error.
         return Recheck(

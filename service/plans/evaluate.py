@@ -131,12 +131,10 @@ def model_from_config(config_json: dict[str, Any]) -> ModelSpec:
     return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
 
 
-async def resolve_model(
-    session: AsyncSession,
-    slug: str | None,
-    inline: ModelSpec | None,
-    config_json: dict[str, Any] | None = None,
-) -> ModelSpec:
+def model_source(
+    slug: str | None, inline: ModelSpec | None, config_json: dict[str, Any] | None
+) -> Literal["model", "model_spec", "config_json"]:
+    """Which of the three ways to name a model the request used (exactly one is allowed)."""
     given = [
         name
         for name, value in (("model", slug), ("model_spec", inline), ("config_json", config_json))
@@ -148,10 +146,26 @@ async def resolve_model(
             "give exactly one of model (a catalogue slug), model_spec (an architecture) or "
             "config_json (a Hugging Face config.json)",
         )
+    source: Literal["model", "model_spec", "config_json"] = given[0]  # type: ignore[assignment]
+    return source
+
+
+def inline_model(inline: ModelSpec | None, config_json: dict[str, Any] | None) -> ModelSpec:
+    """A model given in the request itself: an architecture, or a config.json to import."""
     if inline is not None:
         return validate_model(inline, field="model_spec")
-    if config_json is not None:
-        return model_from_config(config_json)
+    assert config_json is not None
+    return model_from_config(config_json)
+
+
+async def resolve_model(
+    session: AsyncSession,
+    slug: str | None,
+    inline: ModelSpec | None,
+    config_json: dict[str, Any] | None = None,
+) -> ModelSpec:
+    if model_source(slug, inline, config_json) != "model":
+        return inline_model(inline, config_json)
     assert slug is not None
     return await lookup.model_spec(session, slug)
 

@@ -2,7 +2,7 @@
 
 A saved plan keeps these so a reviewer later sees exactly what the answer was computed from,
 whatever the catalogue says today. The rows are resolved the way evaluate_plan resolves them
-(slug, then alias), inside the same transaction, so they are the rows it used.
+(slug, then alias), read once, and ``answer_from`` computes the answer from those very rows.
 """
 
 from typing import Any
@@ -11,12 +11,27 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.catalogue.convert import number_format_of
+from service.catalogue.convert import (
+    gpu_price_of,
+    gpu_spec_of,
+    link_spec_of,
+    model_spec_of,
+    number_format_of,
+)
 from service.catalogue.lookup import resolve
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.plans.evaluate import PlanRequest, model_from_config
+from service.plans.evaluate import (
+    PlanAnswer,
+    PlanRequest,
+    TrainingAnswer,
+    answer_plan,
+    inline_model,
+    model_source,
+)
 from service.plans.records import CatalogueChange
+from service.sizing.errors import require
 from service.sizing.formats import default_kv_format
+from service.sizing.models import ModelSpec
 
 Snapshot = dict[str, Any]
 BOOKKEEPING = frozenset({"id", "created_at", "updated_at"})
@@ -33,14 +48,13 @@ def row_values(row: Gpu | Interconnect | Model | Format) -> dict[str, Any]:
 
 async def take(session: AsyncSession, request: PlanRequest) -> Snapshot:
     snapshot: Snapshot = {}
-    if request.model_spec is not None:
-        snapshot["model_spec"] = msgspec.to_builtins(request.model_spec)
-    elif request.config_json is not None:
-        # The architecture the answer was sized on, as the importer reads the config.json.
-        snapshot["model_spec"] = msgspec.to_builtins(model_from_config(request.config_json))
-    else:
-        assert request.model is not None  # evaluate_plan has already checked exactly one is set
+    if model_source(request.model, request.model_spec, request.config_json) == "model":
+        assert request.model is not None
         snapshot["model"] = row_values(await resolve(session, Model, request.model, "model"))
+    else:
+        # The architecture the answer is sized on (a config.json as the importer reads it).
+        spec = inline_model(request.model_spec, request.config_json)
+        snapshot["model_spec"] = msgspec.to_builtins(spec)
     if request.gpu is not None:
         gpus = [await resolve(session, Gpu, request.gpu, "gpu")]
     else:
@@ -66,6 +80,26 @@ async def take(session: AsyncSession, request: PlanRequest) -> Snapshot:
             else msgspec.to_builtins(kv_default)
         )
     return snapshot
+
+
+def answer_from(request: PlanRequest, snapshot: Snapshot) -> "PlanAnswer | TrainingAnswer":
+    """The sizing core on exactly the rows ``snapshot`` holds (what POST /plan answers for the
+    same request and catalogue)."""
+    if "model" in snapshot:
+        model = model_spec_of(Model(**snapshot["model"]))
+    else:
+        model = msgspec.convert(snapshot["model_spec"], ModelSpec)
+    links = {row["slug"]: link_spec_of(Interconnect(**row)) for row in snapshot["interconnects"]}
+    gpu_rows = [Gpu(**row) for row in snapshot["gpus"]]
+    weights = number_format_of(Format(**snapshot["weight_format"]))
+    if request.kv_format is None:
+        kv = default_kv_format(weights)
+    else:
+        kv = number_format_of(Format(**snapshot["kv_format"]))
+        require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
+    prices = {row.slug: gpu_price_of(row) for row in gpu_rows}
+    gpus = [gpu_spec_of(row, links) for row in gpu_rows]
+    return answer_plan(request, model, gpus, weights, kv, prices)
 
 
 def _rows(snapshot: Snapshot) -> dict[str, dict[str, Any]]:
