@@ -125,9 +125,11 @@ class ModelBody(msgspec.Struct, kw_only=True):
     )
     checkpoint_bytes: Bytes = 0
     """A quantised checkpoint's stored size in checkpoint_format (set by POST /models/import)."""
-    rope_cache_rows: Annotated[list[Annotated[int, Meta(ge=1, le=2**30)]], Meta(max_length=8)] = []
+    rope_cache_rows: Annotated[list[int], Meta(max_length=8)] = []
     """Rows of each rotary cache vLLM builds (one per distinct rope; Gemma 3: [131072, 1048576]);
-    empty: one cache of max_context_tokens rows. Set by POST /models/import."""
+    empty: one cache of max_context_tokens rows. Set by POST /models/import. Each must be
+    between 1 and 2**30 (a 422 naming rope_cache_rows otherwise: the spec cannot carry bounds on
+    list items)."""
     aliases: Aliases = []
     notes: LongText = ""
     sources: Sources = []

@@ -110,3 +110,22 @@ async def test_an_imported_gemma_3_keeps_both_rotary_caches(
     request = {"model": "my-gemma-3", "gpu": "h100", "method": "vllm", "concurrency": 1}
     plan = (await client.post("/plan", json=request)).json()
     assert plan["prediction"]["per_gpu"]["weights_bytes"] == 54_864_813_280 + 301_989_888
+
+
+async def test_rope_rows_out_of_range_are_a_422_naming_the_field(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {
+        "slug": "bad-rope",
+        "total_params": 1_000_000,
+        "layers": 2,
+        "hidden_size": 64,
+        "attention_heads": 4,
+        "kv_heads": 4,
+        "max_context_tokens": 4096,
+        "rope_cache_rows": [0],
+    }
+    response = await client.post("/models", json=body, headers=admin_headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "rope_cache_rows"
+    assert (await client.get("/models/bad-rope")).status_code == 404  # nothing written
