@@ -576,17 +576,16 @@ def predict_vllm(
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     on_v2 = runs_on_model_runner_v2(model, config.version)
+    logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4  # the sampler's fp32 logits
     if config.version == "v0":
         activation_peak = V0_ACTIVATION_BASE_BYTES + int(
             V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size
         )
     elif on_v2 and config.compile_cache == "warm":
-        logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
         activation_peak = int(V2_WARM_SAMPLER_FACTOR * logits)
     elif on_v2:
         activation_peak = V2_ACTIVATION_BYTES_PER_HIDDEN * model.hidden_size
     else:
-        logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4
         activation_peak = int(SAMPLER_FACTOR[config.version] * logits)
     non_torch = NON_TORCH_BYTES[config.version][1 if custom_all_reduce(gpu, tp) else 0]
     graphs = CUDA_GRAPH_ESTIMATE_BYTES if subtracts_graph_estimate(model, gpu, config) else 0
@@ -602,7 +601,6 @@ def predict_vllm(
     sliding_blocks = (
         ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
     )
-    stages = stage_layers(model, pp)
     per_token = {
         kind: _layer_bytes_per_token(model, kind, tp, kv_format, config)
         for kind in set(model.resolved_layer_types)
@@ -614,7 +612,7 @@ def predict_vllm(
     edge = ceil_div(_embedding_params(model) * 2, tp) if pp > 1 else 0
     body = loaded - 2 * edge
     best: _Stage | None = None
-    for index, layers in enumerate(stages):
+    for index, layers in enumerate(stage_layers(model, pp)):
         first, last = index == 0, index == pp - 1
         weights = body * len(layers) // model.layers + edge * (first + last) + rope
         # V1's peak is the sampler, on the last stage only; V0 and Model Runner V2 peak in the
