@@ -7,43 +7,25 @@ runs one writer at a time.
 """
 
 import asyncio
-import socket
-import threading
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
-from service.app import create_app
 from service.settings import Settings
 from tests.conftest import new_key
+from tests.loopback import served
 from tests.plans.support import body
 
 RACERS = 6
 
 
 @pytest.fixture
-async def base_url(settings: Settings) -> AsyncIterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def base_url(settings: Settings) -> Iterator[str]:
+    with served(settings) as url:
+        yield url
 
 
 async def bearer(database_url: str, role: str, name: str) -> dict[str, str]:

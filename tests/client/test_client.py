@@ -11,17 +11,14 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from service.__main__ import main
-from service.app import create_app
 from service.client import (
     AsyncPlannerClient,
     BadRequest,
@@ -35,6 +32,7 @@ from service.plans.evaluate import PlanAnswer
 from service.settings import Settings
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
+from tests.loopback import served
 
 ROOT = Path(__file__).resolve().parents[2]
 SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
@@ -42,23 +40,8 @@ SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context
 
 @pytest.fixture
 def base_url(settings: Settings) -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        threading.Event().wait(0.02)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with served(settings) as url:
+        yield url
 
 
 def test_sync_client_answers_the_services_structs(base_url: str) -> None:
