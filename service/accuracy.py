@@ -246,32 +246,40 @@ def _error(predicted: float, logged: float | None) -> float | None:
     return (predicted - logged) / logged
 
 
+def _result(case: dict[str, Any], **predicted: Any) -> CaseResult:
+    """A case's row: what the case logs, plus the ``predicted`` fields."""
+    logged = case["logged"]
+    return CaseResult(
+        case=case["id"],
+        model=case["config"]["model"],
+        gpu=case["gpu"] or f"{case.get('gpu_total_gib_logged')} GiB (logged)",
+        tensor_parallel=case["config"]["tensor_parallel_size"],
+        version=case["vllm_version"],
+        logged_failed=bool(logged.get("failed")),
+        tokens_source=case.get("tokens_source", ""),
+        logged_weights_gib=logged.get("weights_gib"),
+        logged_kv_gib=logged.get("kv_cache_gib"),
+        source=_source(case),
+        **predicted,
+    )
+
+
 def _unsupported(case: dict[str, Any], why: str) -> CaseResult:
     """A case the method cannot predict: every check it could have passed counts as a miss."""
     logged = case["logged"]
     failed = bool(logged.get("failed"))
     tokens = None if failed else logged.get("kv_tokens")
-    weights = logged.get("weights_gib")
-    return CaseResult(
-        case=case["id"],
+    return _result(
+        case,
         role="unsupported",
-        model=case["config"]["model"],
-        gpu=case["gpu"] or f"{case.get('gpu_total_gib_logged')} GiB (logged)",
-        tensor_parallel=case["config"]["tensor_parallel_size"],
-        version=case["vllm_version"],
-        logged_failed=failed,
         predicted_failed=False,
         failure_ok=not failed,
         logged_tokens=tokens,
-        tokens_source=case.get("tokens_source", ""),
         predicted_tokens=0,
         tokens_error=None if tokens is None else -1.0,
-        logged_weights_gib=weights,
         predicted_weights_gib=0.0,
-        weights_error=None if weights is None else -1.0,
-        logged_kv_gib=logged.get("kv_cache_gib"),
+        weights_error=None if logged.get("weights_gib") is None else -1.0,
         predicted_kv_gib=0.0,
-        source=_source(case),
         unsupported=why,
     )
 
@@ -283,30 +291,21 @@ def evaluate_case(case: dict[str, Any]) -> CaseResult:
         return _unsupported(case, str(exc))
     logged = case["logged"]
     tokens = None if logged.get("failed") else _logged_tokens(case, p)
-    weights = logged.get("weights_gib")
     predicted_weights = p.per_gpu.weights_bytes / GiB
-    return CaseResult(
-        case=case["id"],
+    page = _page_tokens_range(case, p)
+    return _result(
+        case,
         role="fit" if case["id"] in FIT_CASES else "held-out",
-        model=case["config"]["model"],
-        gpu=case["gpu"] or f"{case['gpu_total_gib_logged']} GiB (logged)",
-        tensor_parallel=case["config"]["tensor_parallel_size"],
-        version=case["vllm_version"],
-        logged_failed=bool(logged.get("failed")),
         predicted_failed=not p.starts,
         failure_ok=bool(logged.get("failed")) == (not p.starts),
         logged_tokens=tokens,
-        tokens_source=case.get("tokens_source", ""),
         predicted_tokens=p.kv_cache_tokens,
         tokens_error=None if tokens is None else _error(p.kv_cache_tokens, tokens),
-        logged_weights_gib=weights,
         predicted_weights_gib=round(predicted_weights, 4),
-        weights_error=_error(predicted_weights, weights),
-        logged_kv_gib=logged.get("kv_cache_gib"),
+        weights_error=_error(predicted_weights, logged.get("weights_gib")),
         predicted_kv_gib=p.per_gpu.kv_cache_gib,
-        page_tokens_range=(page := _page_tokens_range(case, p)),
+        page_tokens_range=page,
         page_ok=None if page is None else page[0] <= int(logged["kv_tokens"]) <= page[1],
-        source=_source(case),
         inconsistent=_inconsistency(case, page),
     )
 
