@@ -48,7 +48,7 @@ COMPUTE_ERRORS = problems(400, 401, 403, 404, 413, 422)
 MARKDOWN, CSV, JSON = "text/markdown", "text/csv", "application/json"
 
 
-def _also_served_as(*media_types: str) -> type[Operation]:
+def also_served_as(*media_types: str) -> type[Operation]:
     """An OpenAPI operation whose 200 answer also lists the text renderings."""
 
     @dataclass
@@ -63,8 +63,14 @@ def _also_served_as(*media_types: str) -> type[Operation]:
     return TextRenderings
 
 
-def _wants(request: Request[Any, Any, Any], *offered: str) -> str:
+def wants(request: Request[Any, Any, Any], *offered: str) -> str:
     return request.accept.best_match([JSON, *offered], default=JSON)
+
+
+def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None) -> Response[Any]:
+    """A CSV answer offered as a file download (``extra``: more headers, e.g. Link)."""
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"', **(extra or {})}
+    return Response(text, media_type=CSV, headers=headers)
 
 
 @post(
@@ -73,7 +79,7 @@ def _wants(request: Request[Any, Any, Any], *offered: str) -> str:
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Where does this model fit, on how many GPUs, with how much room left",
-    operation_class=_also_served_as(MARKDOWN, CSV),
+    operation_class=also_served_as(MARKDOWN, CSV),
     status_code=200,
 )
 async def plan_endpoint(
@@ -81,15 +87,11 @@ async def plan_endpoint(
 ) -> Response[PlanAnswer | TrainingAnswer | VllmPlanAnswer]:
     answer = await evaluate_plan(db_session, data)
     if isinstance(answer, PlanAnswer):
-        wanted = _wants(request, MARKDOWN, CSV)
+        wanted = wants(request, MARKDOWN, CSV)
         if wanted == MARKDOWN:
             return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
         if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
-            return Response(
-                plans_csv(answer.options or [answer]),  # type: ignore[arg-type]
-                media_type=CSV,
-                headers={"Content-Disposition": 'attachment; filename="plans.csv"'},
-            )
+            return csv_attachment(plans_csv(answer.options or [answer]), "plans.csv")  # type: ignore[arg-type]
     return Response(answer)
 
 
@@ -112,15 +114,11 @@ async def _matrix(
     if data.kv_format is not None:
         kv = await lookup.number_format(session, data.kv_format, "kv_format")
     m = answer_matrix(data, models, formats, gpus, kv, await gpu_prices(session))
-    wanted = _wants(request, MARKDOWN, CSV)
+    wanted = wants(request, MARKDOWN, CSV)
     if wanted == MARKDOWN:
         return Response(matrix_markdown(m), media_type=MARKDOWN)
     if wanted == CSV:
-        return Response(
-            matrix_csv(m),
-            media_type=CSV,
-            headers={"Content-Disposition": 'attachment; filename="matrix.csv"'},
-        )
+        return csv_attachment(matrix_csv(m), "matrix.csv")
     return Response(m)
 
 
@@ -135,7 +133,7 @@ QuerySlugs = Annotated[
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Fewest GPUs for each model and format on each GPU (the seeds' matrix)",
-    operation_class=_also_served_as(MARKDOWN, CSV),
+    operation_class=also_served_as(MARKDOWN, CSV),
 )
 async def matrix_get(
     request: Request[Any, Any, Any],
@@ -166,7 +164,7 @@ async def matrix_get(
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="The matrix for chosen models, formats, GPUs and workload",
-    operation_class=_also_served_as(MARKDOWN, CSV),
+    operation_class=also_served_as(MARKDOWN, CSV),
     status_code=200,
 )
 async def matrix_post(
@@ -181,7 +179,7 @@ async def matrix_post(
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="How fast a model runs with part of its weights in CPU memory",
-    operation_class=_also_served_as(MARKDOWN),
+    operation_class=also_served_as(MARKDOWN),
     status_code=200,
 )
 async def offload_endpoint(
@@ -192,7 +190,7 @@ async def offload_endpoint(
     weights, kv = await resolve_formats(db_session, data.weight_format, data.kv_format)
     link = await lookup.link_spec(db_session, data.link) if data.link is not None else None
     answer = answer_offload(data, model, gpu, weights, kv, link)
-    if _wants(request, MARKDOWN) == MARKDOWN:
+    if wants(request, MARKDOWN) == MARKDOWN:
         return Response(offload_markdown(answer), media_type=MARKDOWN)  # type: ignore[arg-type]
     return Response(answer)
 

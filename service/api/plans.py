@@ -19,7 +19,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.compute import CSV, MARKDOWN, _also_served_as, _wants
+from service.api.compute import CSV, MARKDOWN, also_served_as, csv_attachment, wants
 from service.api.guards import require_role
 from service.api.plans_render import plans_csv, saved_plan_markdown
 from service.api.plans_schemas import (
@@ -231,7 +231,7 @@ class PlansController(Controller):
         guards=[require_role("viewer")],
         summary="List saved plans, newest first, with filters and a cursor",
         responses=plan_problems(400, 401, 403, 422),
-        operation_class=_also_served_as(CSV),
+        operation_class=also_served_as(CSV),
     )
     async def list_plans(
         self,
@@ -260,14 +260,14 @@ class PlansController(Controller):
             created_before=_utc("created_before", created_before),
         )
         page = await actions.list_page(db_session, filters, limit, cursor or None)
-        if _wants(request, CSV) == CSV:
-            headers = {"Content-Disposition": 'attachment; filename="plans.csv"'}
+        if wants(request, CSV) == CSV:
+            link = {}
             if page.next_cursor:
                 # The same query (filters, limit) with the next cursor.
                 query = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
                 query.append(("cursor", page.next_cursor))
-                headers["Link"] = f'</plans?{urlencode(query)}>; rel="next"'
-            return Response(plans_csv(page.items), media_type=CSV, headers=headers)  # type: ignore[arg-type]
+                link["Link"] = f'</plans?{urlencode(query)}>; rel="next"'
+            return csv_attachment(plans_csv(page.items), "plans.csv", link)  # type: ignore[arg-type]
         return Response(page)
 
     @get(
@@ -276,13 +276,13 @@ class PlansController(Controller):
         summary="One saved plan (markdown on Accept: text/markdown: a review-ready summary)",
         responses=plan_problems(400, 401, 403, 404),
         response_headers=_etag_header("The plan's version: send it back in If-Match"),
-        operation_class=_also_served_as(MARKDOWN),
+        operation_class=also_served_as(MARKDOWN),
     )
     async def get_plan(
         self, request: AnyRequest, db_session: Session, plan_id: PlanId
     ) -> Response[SavedPlan]:
         plan = await actions.get(db_session, plan_id)
-        if _wants(request, MARKDOWN) == MARKDOWN:
+        if wants(request, MARKDOWN) == MARKDOWN:
             events = await actions.events(db_session, plan_id)
             return Response(
                 saved_plan_markdown(plan, events),  # type: ignore[arg-type]
