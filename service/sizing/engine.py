@@ -189,10 +189,13 @@ def _release(version: str) -> tuple[int, int, int] | None:
     return int(m[1]), int(m[2]), patch
 
 
-def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
+def era_of_version(
+    version: str, later: EngineEra = DEFAULT_ERA, field: str = "vllm_version"
+) -> EngineEra:
     """The accounting era of a vLLM release as a log prints it ("0.19.0", "0.11.0rc2.dev98",
     "v0.31.0"); ``later`` for what names no release (an untagged build such as
-    "0.1.dev7548+g...", "unknown"). Releases before 0.5 are not modelled (SizingError)."""
+    "0.1.dev7548+g...", "unknown"). Releases before 0.5 are not modelled (a SizingError naming
+    ``field``, where the caller got the version from)."""
     release = _release(version)
     if release is None:
         return later
@@ -201,7 +204,7 @@ def era_of_version(version: str, later: EngineEra = DEFAULT_ERA) -> EngineEra:
         return "v2-runner"
     if minor >= 21:
         return "v1-cudagraph"
-    require(minor >= 5, "vllm_version", f"vLLM {version} predates the modelled releases (0.5+)")
+    require(minor >= 5, field, f"vLLM {version} predates the modelled releases (0.5+)")
     if minor <= 7:
         return "v0"
     if minor == 10 and patch <= 1:

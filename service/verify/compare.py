@@ -15,7 +15,6 @@ from service.sizing.engine import (
     predict_vllm,
     quantization_of,
 )
-from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.startup_log import StartupLog
@@ -53,12 +52,10 @@ def config_from_log(
         quantization_of(log.quantization) if log.quantization else base.quantization
     )
     kv = kv_cache_dtype_of(log.kv_cache_dtype) if log.kv_cache_dtype else base.kv_cache_dtype
-    try:
-        version = era or (
-            era_of_version(log.vllm_version, base.version) if log.vllm_version else base.version
-        )
-    except SizingError as e:  # a release before the modelled ones: the pasted log's fault
-        raise SizingError("log", e.message) from None
+    # A release before the modelled ones is the pasted log's fault: the error names it.
+    version = era or (
+        era_of_version(log.vllm_version, base.version, "log") if log.vllm_version else base.version
+    )
     return msgspec.structs.replace(
         base,
         tensor_parallel_size=log.tensor_parallel_size or base.tensor_parallel_size,

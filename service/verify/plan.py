@@ -122,21 +122,16 @@ def engine_config(
         usage=options.usage,
         dtype=options.dtype,
         compile_cache=options.compile_cache,
-        version=options.engine_version or era_of(options.vllm_version),
+        version=options.engine_version
+        or (
+            era_of_version(options.vllm_version, LATEST_ERA, "vllm.vllm_version")
+            if options.vllm_version
+            else LATEST_ERA
+        ),
         mla_latent_cache=(
             mla_latent_cache_of(options.vllm_version) if options.vllm_version else True
         ),
     )
-
-
-def era_of(version: str | None) -> EngineEra:
-    """The era of a release string (the current releases' when none), naming the field."""
-    if version is None:
-        return LATEST_ERA
-    try:
-        return era_of_version(version, LATEST_ERA)
-    except SizingError as e:
-        raise SizingError("vllm.vllm_version", e.message) from None
 
 
 def vllm_plan(
