@@ -189,7 +189,7 @@ def _logged_tokens(case: dict[str, Any], p: EnginePrediction) -> int | None:
     if kv is None or logged.get("failed"):
         return None
     blocks = int(kv * GiB) // p.per_gpu.block_bytes
-    bs = int(case["config"].get("block_size") or 16)
+    bs = p.block_size
     return int(blocks // p.kv_groups * bs)
 
 
@@ -201,7 +201,7 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
     kv, tokens = logged.get("kv_cache_gib"), logged.get("kv_tokens")
     if kv is None or tokens is None or logged.get("failed"):
         return None
-    bs = int(case["config"].get("block_size") or 16)
+    bs = p.block_size
     groups = 1 if p.version == "v0" else p.kv_groups
 
     def tokens_of(gib: float) -> int:

@@ -118,8 +118,20 @@ class ModelBody(msgspec.Struct, kw_only=True):
     kv_lora_rank: OptionalWidth = 0
     qk_rope_head_dim: OptionalWidth = 0
     sliding_window_tokens: OptionalTokens = 0
-    layer_types: Annotated[list[Literal["full", "sliding", "mla"]], Meta(max_length=4096)] = []
-    """One entry per layer; empty: every layer full attention (MLA when kv_lora_rank)."""
+    layer_types: Annotated[
+        list[Literal["full", "sliding", "mla", "linear"]], Meta(max_length=4096)
+    ] = []
+    """One entry per layer; empty: every layer full attention (MLA when kv_lora_rank). linear:
+    linear attention with a fixed state per sequence (needs the linear_* sizes)."""
+    linear_key_heads: OptionalWidth = 0
+    """Linear-attention (Gated DeltaNet) layers: key heads, value heads, their sizes and the
+    convolution width (Qwen3-Next: 16, 32, 128, 128, 4); 0 when no layer is linear."""
+    linear_value_heads: OptionalWidth = 0
+    linear_key_head_dim: OptionalWidth = 0
+    linear_value_head_dim: OptionalWidth = 0
+    linear_conv_kernel: Annotated[int, Meta(ge=0, le=64)] = 0
+    rotary_dim: OptionalWidth = 0
+    """Dimensions of a head that rotary embedding turns (Qwen3-Next: 64 of 256); 0: all."""
     checkpoint_format: Annotated[str, Meta(max_length=64, pattern=r"^([a-z0-9][a-z0-9._-]*)?$")] = (
         ""
     )

@@ -34,7 +34,14 @@ def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
 
 
 def model_spec_of(row: Model) -> ModelSpec:
-    return msgspec.convert(row, ModelSpec, from_attributes=True)
+    """A column a row does not carry (a saved plan's snapshot taken before the migration that
+    added it) takes the spec's default, which is what the migration gave existing rows."""
+    fields = {
+        name: value
+        for name in ModelSpec.__struct_fields__
+        if (value := getattr(row, name, None)) is not None
+    }
+    return msgspec.convert(fields, ModelSpec)
 
 
 def number_format_of(row: Format) -> NumberFormat:

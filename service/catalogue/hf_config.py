@@ -3,7 +3,9 @@ turned into the core's architecture, exact parameter counts and checkpoint bytes
 
 Supported families are those whose layer code was checked against meta-device parameter counts
 (reference/models.md): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss,
-Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower). Anything
+Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower), and
+Qwen3-Next (Gated DeltaNet linear attention and gated full attention, checked against vLLM's
+``qwen3_next.py`` and the 74.2812 GiB a TP 2 rank loads in the collected 0.10.2 log). Anything
 else is refused with the list, never guessed.
 """
 
@@ -19,6 +21,7 @@ from service.sizing.params import (
     Architecture,
     Attention,
     Experts,
+    LinearAttention,
     LinearKind,
     ParamCount,
     count_params,
@@ -129,6 +132,8 @@ def _layer_types(
             kinds.append("full")
         elif kind == "sliding_attention":
             kinds.append("sliding")
+        elif kind == "linear_attention":
+            kinds.append("linear")
         else:
             raise SizingError(f"{c.field('layer_types')}[{i}]", f"unknown layer type {kind!r}")
     return tuple(kinds)
@@ -241,6 +246,57 @@ def _qwen3_moe(c: _Config) -> Parsed:
     return arch, _uniform("full", layers), 0
 
 
+def _qwen3_next(c: _Config) -> Parsed:
+    """Qwen3-Next: every full_attention_interval-th layer is gated full attention (q_proj also
+    projects the output gate, q/k norms), the others Gated DeltaNet; every layer's FFN is a
+    sparse MoE block with one gated shared expert (vLLM ``qwen3_next.py``)."""
+    layers = c.integer("num_hidden_layers")
+    require(
+        c.integer("decoder_sparse_step", 1) == 1 and not c.raw.get("mlp_only_layers"),
+        c.field("decoder_sparse_step"),
+        "only an MoE block in every layer is supported",
+    )
+    interval = c.integer("full_attention_interval", 4)
+    kinds = _layer_types(c, layers, lambda i: "full" if (i + 1) % interval == 0 else "linear")
+    require(
+        set(kinds) <= {"full", "linear"},
+        c.field("layer_types"),
+        "Qwen3-Next layers are full_attention or linear_attention",
+    )
+    linear = LinearAttention(
+        key_heads=c.integer("linear_num_key_heads"),
+        value_heads=c.integer("linear_num_value_heads"),
+        key_head_dim=c.integer("linear_key_head_dim"),
+        value_head_dim=c.integer("linear_value_head_dim"),
+        conv_kernel=c.integer("linear_conv_kernel_dim"),
+    )
+    shared_width = c.integer("shared_expert_intermediate_size", 0, minimum=0)
+    experts = Experts(
+        routed=c.integer("num_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        intermediate_size=c.integer("moe_intermediate_size"),
+        shared=1 if shared_width else 0,
+        shared_intermediate_size=shared_width,
+        shared_gate=bool(shared_width),
+    )
+    attention = msgspec.structs.replace(
+        _gqa(c, qkv_bias=c.flag("qkv_bias", False), qk_norm=True),
+        output_gate=c.flag("attn_output_gate", True),
+    )
+    arch = Architecture(
+        layers=layers,
+        hidden_size=c.integer("hidden_size"),
+        vocab_size=c.integer("vocab_size"),
+        intermediate_size=c.integer("moe_intermediate_size"),  # no dense layer
+        attention=attention,
+        experts=experts,
+        tie_word_embeddings=c.flag("tie_word_embeddings", False),
+        linear_attention=linear,
+        linear_layers=kinds.count("linear"),
+    )
+    return arch, kinds, 0
+
+
 def _deepseek_v3(c: _Config) -> Parsed:
     heads = c.integer("num_attention_heads")
     attention = Attention(
@@ -314,6 +370,7 @@ FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
     "gemma2": _gemma2,
     "gemma3_text": _gemma3_text,
     "gemma3": _gemma3_text,  # the multimodal wrapper: its text_config, plus the vision tower
+    "qwen3_next": _qwen3_next,
 }
 
 
@@ -338,6 +395,23 @@ def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
     if model_type in ("gemma3", "gemma3_text"):
         return (max_position, rows)
     return (rows,)
+
+
+def _rotary_dim(c: _Config, head_dim: int) -> int:
+    """partial_rotary_factor x head_dim (top level or in rope_parameters); 0: the whole head."""
+    factor = c.raw.get("partial_rotary_factor")
+    rope = c.raw.get("rope_parameters")
+    if factor is None and isinstance(rope, Mapping):
+        factor = rope.get("partial_rotary_factor")
+    if factor is None:
+        return 0
+    require(
+        isinstance(factor, int | float) and 0 < factor <= 1,
+        c.field("partial_rotary_factor"),
+        "must be a number in (0, 1]",
+    )
+    rotary = int(head_dim * factor)
+    return 0 if rotary == head_dim else rotary
 
 
 def siglip_vision_params(v: _Config) -> int:
@@ -473,6 +547,12 @@ def import_config(
         qk_rope_head_dim=arch.attention.qk_rope_head_dim,
         sliding_window_tokens=window,
         layer_types=kinds,
+        linear_key_heads=arch.linear_attention.key_heads if arch.linear_attention else 0,
+        linear_value_heads=arch.linear_attention.value_heads if arch.linear_attention else 0,
+        linear_key_head_dim=arch.linear_attention.key_head_dim if arch.linear_attention else 0,
+        linear_value_head_dim=arch.linear_attention.value_head_dim if arch.linear_attention else 0,
+        linear_conv_kernel=arch.linear_attention.conv_kernel if arch.linear_attention else 0,
+        rotary_dim=_rotary_dim(c, arch.attention.head_dim),
         rope_cache_rows=_rope_cache_rows(c, str(model_type)),
         checkpoint_format=weight_format.slug if scheme.method != "none" else "",
         checkpoint_bytes=stored.total_bytes - stored.mtp_bytes if scheme.method != "none" else 0,

@@ -90,6 +90,14 @@ class Model(CatalogueRow, IdentityAuditBase):
     checkpoint_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # Migration 0006: rows of each rotary cache ([]: one of max_context_tokens rows).
     rope_cache_rows: Mapped[list[int]] = mapped_column(JsonList, default=list, server_default="[]")
+    # Migration 0007: linear-attention (Gated DeltaNet) sizes and the rotary dimension (0: none /
+    # the whole head).
+    linear_key_heads: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    linear_value_heads: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    linear_key_head_dim: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    linear_value_head_dim: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    linear_conv_kernel: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    rotary_dim: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Format(CatalogueRow, IdentityAuditBase):

@@ -31,7 +31,7 @@ import msgspec
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.hardware import GpuSpec
-from service.sizing.kv import kv_shape
+from service.sizing.kv import kv_shape, linear_state_values
 from service.sizing.models import LayerType, ModelSpec, validate_model
 from service.sizing.parallel import stage_layers, tensor_parallel_problem
 from service.sizing.units import GiB, ceil_div
@@ -276,6 +276,8 @@ class EnginePrediction(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: float
     """The 'Maximum concurrency for L tokens per request: X' line (X, rounded to 2 places)."""
     max_model_len: int
+    block_size: int
+    """Tokens a block holds: the flag, or what a linear-attention model raises it to."""
     needed_kv_bytes_per_request: int
     blocks_per_request: int
     """Blocks one request of max_model_len takes across the layer groups (vLLM's
@@ -371,7 +373,11 @@ def rope_cache_bytes(model: ModelSpec, value_bytes: int = 2) -> int:
     3.1 8B: 131,072 x 128 x 2 B = 32 MiB (its logs: 14.9888 GiB against 14.9575 of parameters);
     Gemma 3 4B: (131,072 + 1,048,576) x 256 x 2 B = 0.5625 GiB."""
     rows = model.rope_cache_rows or (model.max_context_tokens,)
-    rotary = model.qk_rope_head_dim if model.kv_lora_rank else model.resolved_head_dim
+    rotary = (
+        model.qk_rope_head_dim
+        if model.kv_lora_rank
+        else model.rotary_dim or model.resolved_head_dim
+    )
     return sum(rows) * rotary * value_bytes
 
 
@@ -507,22 +513,54 @@ def _layer_bytes_per_token(
     return _round_up(per_token, 256) if config.version == "v0" and kind == "mla" else per_token
 
 
+KERNEL_BLOCK_ALIGNMENT_TOKENS = 16
+"""Attention backends take block sizes in multiples of 16 tokens (vLLM's
+``HybridAttentionMambaModelConfig``: "some attention backends (e.g. FA) only support setting
+block size to multiple of 16")."""
+
+
+def hybrid_block_size(
+    model: ModelSpec, per_token: dict[LayerType, int], tp: int, config: EngineConfig
+) -> tuple[int, int]:
+    """(attention block size, linear state bytes) for a model with linear-attention layers
+    (vLLM 0.10.2 ``HybridAttentionMambaModelConfig.verify_and_update_config``): the block grows
+    to 16 x ceil(state / (16 x one token's attention page)) tokens unless the flag asks for
+    more, and the state's page is padded to the attention page ("Setting attention block size
+    to 544 tokens ... Padding mamba page size by 1.49%" for Qwen3-Next at TP 2: a 548,864 B
+    state against 1,024 B a token). The state is in the model's dtype, never the KV cache's."""
+    require(
+        config.version not in ("v0", "v1-0.10"),
+        "vllm_version",
+        "linear-attention (Gated DeltaNet) models are served from vLLM 0.10.2 on",
+    )
+    state = linear_state_values(model, tp) * (4 if config.dtype == "float32" else 2)
+    attention_token = max(v for k, v in per_token.items() if k != "linear")
+    align = KERNEL_BLOCK_ALIGNMENT_TOKENS
+    needed = align * ceil_div(state, align * attention_token)
+    return max(config.block_size, needed), state
+
+
 class _Groups(msgspec.Struct, frozen=True):
     group_size: int
     full_groups: int
     sliding_groups: int
+    linear_groups: int = 0
 
 
 def kv_groups(layers: tuple[LayerType, ...]) -> _Groups:
-    """vLLM's hybrid grouping: groups of equal size, the smallest type count (or the larger one
-    when it is under 1.5x the smaller); a single attention type is one group of every layer."""
-    full = sum(1 for t in layers if t != "sliding")
-    sliding = len(layers) - full
-    if not sliding or not full:
-        return _Groups(len(layers), 1 if full else 0, 1 if sliding else 0)
-    small, large = min(full, sliding), max(full, sliding)
+    """vLLM's hybrid grouping (``_get_kv_cache_config_uniform_page_size``): layers grouped by
+    spec type (full attention and MLA; sliding window; linear attention's mamba state), in
+    groups of equal size, the smallest type count (or the largest one when it is under 1.5x
+    the smallest); a single type is one group of every layer."""
+    full = sum(1 for t in layers if t in ("full", "mla"))
+    sliding = sum(1 for t in layers if t == "sliding")
+    linear = len(layers) - full - sliding
+    present = [n for n in (full, sliding, linear) if n]
+    if len(present) == 1:
+        return _Groups(len(layers), int(full > 0), int(sliding > 0), int(linear > 0))
+    small, large = min(present), max(present)
     size = large if large < 1.5 * small else small
-    return _Groups(size, ceil_div(full, size), ceil_div(sliding, size))
+    return _Groups(size, ceil_div(full, size), ceil_div(sliding, size), ceil_div(linear, size))
 
 
 class _Stage(msgspec.Struct, frozen=True, kw_only=True):
@@ -596,18 +634,27 @@ def predict_vllm(
     kv_format = FORMATS[
         "fp8" if config.kv_cache_dtype == "fp8" else "fp32" if config.dtype == "float32" else "bf16"
     ]
-    bs, mml = config.block_size, d.max_model_len
+    mml = d.max_model_len
+    per_token = {
+        kind: _layer_bytes_per_token(model, kind, tp, kv_format, config)
+        for kind in set(model.resolved_layer_types)
+    }
+    bs, state_page = config.block_size, 0
+    if "linear" in per_token:
+        bs, state_page = hybrid_block_size(model, per_token, tp, config)
+        notes.append(
+            f"Linear-attention layers: attention block size {bs} tokens, so that an attention "
+            f"page holds one sequence's recurrent state ({state_page:,} B, padded to the page)."
+        )
     # Blocks one request of max_model_len needs per layer: every token on a full-attention (or
-    # MLA) layer, the window plus one scheduling step (and a block) on a sliding one.
+    # MLA) layer, the window plus one scheduling step (and a block) on a sliding one, one block
+    # (its state) on a linear one.
     full_blocks = ceil_div(mml, bs)
     window = model.sliding_window_tokens
     sliding_blocks = (
         ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
     )
-    per_token = {
-        kind: _layer_bytes_per_token(model, kind, tp, kv_format, config)
-        for kind in set(model.resolved_layer_types)
-    }
+    blocks_of = {"full": full_blocks, "mla": full_blocks, "sliding": sliding_blocks, "linear": 1}
     # Pipeline stages: the first holds the embedding, the last the LM head and the sampler (the
     # V1 activation peak); the layers' weights follow their count. The engine keeps the fewest
     # blocks of any rank (vLLM PR #20665's TP2 x PP2 log: 12.13 GiB on the first stage, 11.33 on
@@ -623,13 +670,19 @@ def predict_vllm(
         activation = activation_peak if last or config.version == "v0" or on_v2 else 0
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
-        page = bs * max(per_token[k] for k in set(layers))
+        # With linear layers every page is the model's attention page (their states are padded
+        # to it), even on a stage of linear layers only.
+        kinds = set(per_token) if state_page else set(layers)
+        page = bs * max(per_token[k] for k in kinds)
         block_bytes = page * groups.group_size
         blocks = max(kv_bytes, 0) // block_bytes
-        per_request = groups.full_groups * full_blocks + groups.sliding_groups * sliding_blocks
-        need = bs * sum(
-            (sliding_blocks if kind == "sliding" else full_blocks) * per_token[kind]
-            for kind in layers
+        per_request = (
+            groups.full_groups * full_blocks
+            + groups.sliding_groups * sliding_blocks
+            + groups.linear_groups
+        )
+        need = sum(
+            page if kind == "linear" else bs * blocks_of[kind] * per_token[kind] for kind in layers
         )
         stage = _Stage(
             weights=weights,
@@ -638,7 +691,7 @@ def predict_vllm(
             blocks=blocks,
             page=page,
             block_bytes=block_bytes,
-            groups=groups.full_groups + groups.sliding_groups,
+            groups=groups.full_groups + groups.sliding_groups + groups.linear_groups,
             per_request=per_request,
             need=need,
         )
@@ -748,6 +801,7 @@ def predict_vllm(
         kv_cache_tokens=tokens if failure is None else 0,
         max_concurrency=conc,
         max_model_len=mml,
+        block_size=bs,
         needed_kv_bytes_per_request=need,
         blocks_per_request=best.per_request,
         defaults=d,

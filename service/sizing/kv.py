@@ -6,7 +6,11 @@ Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
 - MLA (DeepSeek-V3) caches one latent of kv_lora_rank + qk_rope_head_dim values per token per
   layer, no factor 2, and that latent is replicated on every tensor-parallel rank;
 - a sliding-window layer holds at most ``window`` tokens, so past the window it is a fixed
-  cost per conversation, not a per-token growth.
+  cost per conversation, not a per-token growth;
+- a linear-attention layer (Qwen3-Next's Gated DeltaNet, vLLM's ``MambaSpec``) caches nothing
+  per token: each conversation holds one recurrent state, the convolution's last kernel - 1
+  inputs and one key_head_dim x value_head_dim matrix per value head, in the model's 16-bit
+  dtype (vLLM's mamba cache dtype follows the model, not kv_cache_dtype), split by TP.
 """
 
 from collections import Counter
@@ -19,6 +23,9 @@ from service.sizing.models import LayerType, ModelSpec
 from service.sizing.parallel import kv_heads_per_gpu
 from service.sizing.units import ceil_div
 
+STATE_VALUE_BYTES = 2
+"""Linear-attention states are held in the model's 16-bit dtype."""
+
 
 class KvShape(msgspec.Struct, frozen=True, kw_only=True):
     """What one GPU (or the whole model when tp=1 and all layers) holds per token."""
@@ -28,10 +35,16 @@ class KvShape(msgspec.Struct, frozen=True, kw_only=True):
     sliding_bytes_per_token: int
     """Sliding-window layers: bytes per token, only up to ``window_tokens`` tokens."""
     window_tokens: int
+    state_bytes_per_sequence: int = 0
+    """Linear-attention layers: one recurrent state per conversation, whatever its length."""
 
     def fixed_bytes_per_sequence(self, context_tokens: int) -> int:
-        """The sliding layers' part of one conversation: min(context, window) tokens."""
-        return self.sliding_bytes_per_token * min(context_tokens, self.window_tokens)
+        """The sliding layers' part of one conversation (min(context, window) tokens) and the
+        linear layers' states."""
+        return (
+            self.sliding_bytes_per_token * min(context_tokens, self.window_tokens)
+            + self.state_bytes_per_sequence
+        )
 
     def bytes_per_sequence(self, context_tokens: int) -> int:
         """One conversation of ``context_tokens`` tokens."""
@@ -45,7 +58,24 @@ def _layer_values_per_token(model: ModelSpec, kind: LayerType, tensor_parallel: 
     if kind == "mla":
         # One latent vector per token per layer, whole on every TP rank: never divided.
         return model.kv_lora_rank + model.qk_rope_head_dim
+    if kind == "linear":
+        return 0  # a fixed state per sequence instead (linear_state_values)
     return 2 * kv_heads_per_gpu(model, tensor_parallel) * model.resolved_head_dim
+
+
+def linear_state_values(model: ModelSpec, tensor_parallel: int = 1) -> int:
+    """One linear-attention layer's recurrent state for one sequence on one GPU, in values
+    (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``): the convolution state,
+    (kernel - 1) x its channels / TP, and the temporal state, value heads / TP x key_head_dim x
+    value_head_dim. Qwen3-Next at TP 2: 3 x 4,096 + 16 x 128 x 128 = 274,432 values."""
+    conv = (model.linear_conv_kernel - 1) * (model.linear_conv_channels // tensor_parallel)
+    temporal = (
+        model.linear_value_heads
+        // tensor_parallel
+        * model.linear_key_head_dim
+        * model.linear_value_head_dim
+    )
+    return conv + temporal
 
 
 def kv_shape(
@@ -58,7 +88,8 @@ def kv_shape(
     (default: every layer, i.e. the whole model when tp=1)."""
     numerator, denominator = fmt.bits_ratio
     growth = sliding = 0  # values per token, summed over layers
-    for kind, count in Counter(model.resolved_layer_types if layers is None else layers).items():
+    counts = Counter(model.resolved_layer_types if layers is None else layers)
+    for kind, count in counts.items():
         values = count * _layer_values_per_token(model, kind, tensor_parallel)
         if kind == "sliding":
             sliding += values
@@ -68,6 +99,9 @@ def kv_shape(
         growth_bytes_per_token=ceil_div(growth * numerator, denominator * 8),
         sliding_bytes_per_token=ceil_div(sliding * numerator, denominator * 8),
         window_tokens=model.sliding_window_tokens,
+        state_bytes_per_sequence=counts["linear"]
+        * linear_state_values(model, tensor_parallel)
+        * STATE_VALUE_BYTES,
     )
 
 

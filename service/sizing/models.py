@@ -11,9 +11,12 @@ import msgspec
 
 from service.sizing.errors import SizingError, require
 
-LayerType = Literal["full", "sliding", "mla"]
+LayerType = Literal["full", "sliding", "mla", "linear"]
 """full: MHA/GQA/MQA over the whole context; sliding: attends to the last ``window`` tokens;
-mla: multi-head latent attention (one compressed latent per token, DeepSeek-V2/V3)."""
+mla: multi-head latent attention (one compressed latent per token, DeepSeek-V2/V3); linear:
+linear attention with a recurrent state of fixed size per sequence and no per-token cache
+(Qwen3-Next's Gated DeltaNet: a short convolution's last inputs and one key x value matrix per
+value head)."""
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,6 +44,17 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     sliding_window_tokens: int = 0
     layer_types: tuple[LayerType, ...] = ()
     """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
+    linear_key_heads: int = 0
+    """Linear-attention layers (Gated DeltaNet): key (and query) heads."""
+    linear_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    """Width of the causal convolution over q, k and v; the state keeps its last kernel - 1
+    inputs."""
+    rotary_dim: int = 0
+    """Dimensions of each head that rotary embedding turns (Qwen3-Next: 0.25 x 256 = 64);
+    0: the whole head (qk_rope_head_dim for MLA)."""
     rope_cache_rows: tuple[int, ...] = ()
     """Rows of each rotary cos/sin cache an engine builds, one per distinct rope (vLLM's
     ``get_rope`` shares them across layers): max_position_embeddings, times the factor for
@@ -72,6 +86,14 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     def count_layers(self, kind: LayerType) -> int:
         return sum(1 for t in self.resolved_layer_types if t == kind)
 
+    @property
+    def linear_conv_channels(self) -> int:
+        """Channels of a linear-attention layer's convolution: q, k (key width) and v."""
+        return (
+            2 * self.linear_key_heads * self.linear_key_head_dim
+            + self.linear_value_heads * self.linear_value_head_dim
+        )
+
 
 def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
     """Check an architecture for internal consistency; raise SizingError naming the field."""
@@ -94,6 +116,12 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
         "qk_rope_head_dim",
         "sliding_window_tokens",
         "checkpoint_bytes",
+        "linear_key_heads",
+        "linear_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel",
+        "rotary_dim",
     ):
         require(getattr(spec, name) >= 0, f(name), "must not be negative")
     require(len(spec.rope_cache_rows) <= 8, f("rope_cache_rows"), "at most 8 ropes")
@@ -152,6 +180,35 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
             f("sliding_window_tokens"),
             "sliding layers need a window",
         )
+    linear = (
+        "linear_key_heads",
+        "linear_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel",
+    )
+    if "linear" in kinds:
+        for name in linear:
+            require(getattr(spec, name) > 0, f(name), "linear layers need it")
+        require(
+            spec.linear_value_heads % spec.linear_key_heads == 0,
+            f("linear_value_heads"),
+            "must be a multiple of linear_key_heads",
+        )
+        require(
+            kinds != {"linear"},
+            f("layer_types"),
+            "a model needs at least one attention layer besides its linear ones",
+        )
+    elif any(getattr(spec, name) for name in linear):
+        raise SizingError(
+            f("layer_types"), "linear-attention sizes are set but no layer is 'linear'"
+        )
+    require(
+        spec.rotary_dim <= spec.resolved_head_dim,
+        f("rotary_dim"),
+        "cannot exceed the head size",
+    )
     if spec.sliding_window_tokens:
         require(
             spec.sliding_window_tokens <= spec.max_context_tokens,

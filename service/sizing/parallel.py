@@ -47,6 +47,12 @@ def tensor_parallel_problem(model: ModelSpec, tensor_parallel: int) -> str | Non
     heads, kv_heads = model.attention_heads, model.kv_heads
     if heads % tensor_parallel:
         return f"{heads} attention heads do not divide into {tensor_parallel} equal slices"
+    if model.linear_key_heads and model.linear_key_heads % tensor_parallel:
+        # vLLM's Gated DeltaNet divides its key and value heads by TP, never replicates them.
+        return (
+            f"{model.linear_key_heads} linear-attention key heads do not divide into "
+            f"{tensor_parallel} equal slices"
+        )
     if model.kv_lora_rank:
         return None
     if kv_heads % tensor_parallel and tensor_parallel % kv_heads:

@@ -29,12 +29,33 @@ class Attention(msgspec.Struct, frozen=True, kw_only=True):
     """Per-head RMSNorm on queries and keys (Qwen3, Gemma 3): head_dim weights each."""
     sinks: bool = False
     """One learned attention-sink logit per head (gpt-oss)."""
+    output_gate: bool = False
+    """A sigmoid gate on the attention output, projected with the queries (Qwen3-Next:
+    q_proj is twice heads x head_dim wide)."""
     q_lora_rank: int = 0
     """MLA: 0 means a plain query projection."""
     kv_lora_rank: int = 0
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+
+
+class LinearAttention(msgspec.Struct, frozen=True, kw_only=True):
+    """Gated DeltaNet (Qwen3-Next's linear attention, vLLM's ``QwenGatedDeltaNetAttention``)."""
+
+    key_heads: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    @property
+    def key_dim(self) -> int:
+        return self.key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.value_heads * self.value_head_dim
 
 
 class Experts(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +71,8 @@ class Experts(msgspec.Struct, frozen=True, kw_only=True):
     router_bias: bool = False
     expert_bias: bool = False
     """Biases on every expert projection (gpt-oss)."""
+    shared_gate: bool = False
+    """A hidden -> 1 sigmoid gate on the shared expert's output (Qwen3-Next)."""
 
 
 class Architecture(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +86,9 @@ class Architecture(msgspec.Struct, frozen=True, kw_only=True):
     tie_word_embeddings: bool = False
     norms_per_layer: int = 2
     """RMSNorm vectors of hidden_size per layer: 2 (Llama) or 4 (Gemma 2/3 sandwich norms)."""
+    linear_attention: LinearAttention | None = None
+    linear_layers: int = 0
+    """Layers whose token mixer is ``linear_attention`` instead of ``attention``."""
 
 
 class ParamCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,7 +121,8 @@ def attention_params(hidden: int, a: Attention) -> int:
         o = a.heads * a.v_head_dim * hidden
         return q + kv + o + (hidden if a.o_bias else 0)
     q_width, kv_width = a.heads * a.head_dim, a.kv_heads * a.head_dim
-    count = hidden * q_width + 2 * hidden * kv_width + q_width * hidden
+    count = hidden * q_width * (2 if a.output_gate else 1) + 2 * hidden * kv_width
+    count += q_width * hidden
     if a.qkv_bias:
         count += q_width + 2 * kv_width
     if a.o_bias:
@@ -105,6 +132,21 @@ def attention_params(hidden: int, a: Attention) -> int:
     if a.sinks:
         count += a.heads
     return count
+
+
+def linear_attention_params(hidden: int, la: LinearAttention) -> int:
+    """One Gated DeltaNet layer: in_proj_qkvz (hidden -> 2 key_dim + 2 value_dim), in_proj_ba
+    (hidden -> 2 value heads), the depthwise conv1d over q, k, v (no bias), A_log and dt_bias
+    per value head, the gated RMSNorm (value_head_dim) and out_proj (value_dim -> hidden)."""
+    conv_channels = 2 * la.key_dim + la.value_dim
+    return (
+        hidden * (2 * la.key_dim + 2 * la.value_dim)
+        + hidden * 2 * la.value_heads
+        + conv_channels * la.conv_kernel
+        + 2 * la.value_heads
+        + la.value_head_dim
+        + la.value_dim * hidden
+    )
 
 
 def gated_ffn_params(hidden: int, intermediate: int, bias: bool = False) -> int:
@@ -119,7 +161,15 @@ def count_params(arch: Architecture) -> ParamCount:
     hidden, layers = arch.hidden_size, arch.layers
     embedding = arch.vocab_size * hidden
     lm_head = 0 if arch.tie_word_embeddings else embedding
-    attention = layers * attention_params(hidden, arch.attention)
+    la = arch.linear_attention
+    require(
+        (la is None) == (arch.linear_layers == 0) and arch.linear_layers <= layers,
+        "linear_layers",
+        "linear layers need linear_attention, and no more than the layers",
+    )
+    attention = (layers - arch.linear_layers) * attention_params(hidden, arch.attention)
+    if la is not None:
+        attention += arch.linear_layers * linear_attention_params(hidden, la)
     norms = layers * arch.norms_per_layer * hidden + hidden  # + the final norm
     e = arch.experts
     if e is None:
@@ -131,7 +181,11 @@ def count_params(arch: Architecture) -> ParamCount:
         one_expert = gated_ffn_params(hidden, e.intermediate_size, e.expert_bias)
         routed = moe_layers * e.routed * one_expert
         shared_width = e.shared_intermediate_size or e.intermediate_size
-        shared = moe_layers * e.shared * gated_ffn_params(hidden, shared_width)
+        shared = (
+            moe_layers
+            * e.shared
+            * (gated_ffn_params(hidden, shared_width) + (hidden if e.shared_gate else 0))
+        )
         router = moe_layers * (hidden * e.routed + (e.routed if e.router_bias else 0))
         routed_active = moe_layers * e.top_k * one_expert
     total = embedding + lm_head + attention + norms + dense + routed + shared + router
@@ -198,10 +252,18 @@ def linear_weights(arch: Architecture) -> list[LinearWeight]:
         add("attention", "o_proj", hidden, a.heads * a.v_head_dim, layers)
     else:
         q_width, kv_width = a.heads * a.head_dim, a.kv_heads * a.head_dim
-        add("attention", "q_proj", q_width, hidden, layers)
-        add("attention", "k_proj", kv_width, hidden, layers)
-        add("attention", "v_proj", kv_width, hidden, layers)
-        add("attention", "o_proj", hidden, q_width, layers)
+        attention_layers = layers - arch.linear_layers
+        q_out = q_width * (2 if a.output_gate else 1)
+        add("attention", "q_proj", q_out, hidden, attention_layers)
+        add("attention", "k_proj", kv_width, hidden, attention_layers)
+        add("attention", "v_proj", kv_width, hidden, attention_layers)
+        add("attention", "o_proj", hidden, q_width, attention_layers)
+    la = arch.linear_attention
+    if la is not None:
+        qkvz = 2 * la.key_dim + 2 * la.value_dim
+        add("attention", "in_proj_qkvz", qkvz, hidden, arch.linear_layers)
+        add("attention", "in_proj_ba", 2 * la.value_heads, hidden, arch.linear_layers)
+        add("attention", "out_proj", hidden, la.value_dim, arch.linear_layers)
     e = arch.experts
     dense_layers = layers if e is None else e.dense_layers
     for name in ("gate_proj", "up_proj"):
@@ -236,7 +298,9 @@ def mtp_layer_architecture(arch: Architecture) -> Architecture:
     """One MTP layer is one MoE decoder layer, even when the main model's first layers are
     dense."""
     experts = arch.experts and msgspec.structs.replace(arch.experts, dense_layers=0)
-    return msgspec.structs.replace(arch, layers=1, experts=experts)
+    return msgspec.structs.replace(
+        arch, layers=1, experts=experts, linear_attention=None, linear_layers=0
+    )
 
 
 def mtp_extra_params(arch: Architecture) -> int:

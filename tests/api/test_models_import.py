@@ -129,3 +129,58 @@ async def test_rope_rows_out_of_range_are_a_422_naming_the_field(
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "rope_cache_rows"
     assert (await client.get("/models/bad-rope")).status_code == 404  # nothing written
+
+
+async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # Qwen3-Next-80B-A3B: the import stores its Gated DeltaNet sizes and rope width; planned
+    # on H200s with vLLM 0.10.2 it needs two GPUs (159 GB of 16-bit weights). A rank loads
+    # 79,674,391,296 x 2 B / 2 + the 262,144 x 64 x 2 B rope cache = 79,707,945,728 B; the
+    # attention block grows to 544 tokens (a 548,864 B state against 1,024 B a token, in
+    # multiples of 16), a page of 557,056 B, in 4 groups of 12 layers (1 full, 3 linear).
+    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    body = {"slug": "my-qwen3-next", "config_json": json.loads(path.read_text())}
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    stored = (await client.get("/models/my-qwen3-next")).json()
+    assert stored["layer_types"] == ["linear", "linear", "linear", "full"] * 12
+    assert [stored[k] for k in ("linear_key_heads", "linear_value_heads", "rotary_dim")] == [
+        16,
+        32,
+        64,
+    ]
+    request = {
+        "model": "my-qwen3-next",
+        "gpu": "h200",
+        "method": "vllm",
+        "concurrency": 1,
+        "vllm": {"vllm_version": "0.10.2"},
+    }
+    r = await client.post("/plan", json=request)
+    assert r.status_code == 200, r.text
+    plan = r.json()
+    assert plan["gpu_count"] == 2
+    prediction = plan["prediction"]
+    assert prediction["per_gpu"]["weights_bytes"] == 79_707_945_728
+    assert (prediction["block_size"], prediction["per_gpu"]["page_bytes"]) == (544, 557_056)
+    assert prediction["kv_groups"] == 4
+
+
+async def test_linear_layers_without_their_sizes_are_a_422(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {
+        "slug": "half-hybrid",
+        "total_params": 1_000_000,
+        "layers": 4,
+        "hidden_size": 64,
+        "attention_heads": 4,
+        "kv_heads": 4,
+        "max_context_tokens": 4096,
+        "layer_types": ["linear", "linear", "linear", "full"],
+    }
+    response = await client.post("/models", json=body, headers=admin_headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "linear_key_heads"
+    assert (await client.get("/models/half-hybrid")).status_code == 404  # nothing written

@@ -225,3 +225,42 @@ def test_rotary_caches_follow_the_rope_each_config_names() -> None:
     assert rows("gpt-oss-120b") == (131_072,)
     assert rows("deepseek-v3") == (163_840,)
     assert rows("gemma-3-4b-it", log_config) == (131_072, 1_048_576)
+
+
+def test_qwen3_next_counts_the_published_totals() -> None:
+    # Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/, with its sources), counted from vLLM's
+    # qwen3_next.py layer by layer:
+    #   embedding + untied head: 2 x 151,936 x 2,048 = 622,329,856
+    #   12 gated full-attention layers: q_proj (queries and their gate) 2,048 x 8,192, k and v
+    #     2,048 x 512 each, o 4,096 x 2,048, q/k norms 2 x 256: 27,263,488 each = 327,161,856
+    #   36 Gated DeltaNet layers: in_proj_qkvz 2,048 x 12,288, in_proj_ba 2,048 x 64, conv1d
+    #     8,192 x 4, A_log and dt_bias 2 x 32, gated norm 128, out_proj 4,096 x 2,048:
+    #     33,718,464 each = 1,213,864,704
+    #   48 MoE blocks: router 2,048 x 512, 512 experts x 3 x 2,048 x 512, a shared expert
+    #     3 x 2,048 x 512 and its gate 2,048: 1,614,809,088 each = 77,510,836,224
+    #   norms: 97 x 2,048 = 198,656
+    # = 79,674,391,296, the published total of the architecture; active = total - 48 x 512
+    # routed experts + 48 x 10 of them = 3,874,929,408 (the published active count).
+    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    imported = import_config(json.loads(path.read_text()), "qwen3-next-80b-a3b")
+    assert imported.params.total == 79_674_391_296
+    assert imported.params.active == 3_874_929_408
+    assert imported.params.attention == 327_161_856 + 1_213_864_704
+    spec = imported.spec
+    assert spec.layer_types == ("linear", "linear", "linear", "full") * 12
+    assert (spec.linear_key_heads, spec.linear_value_heads) == (16, 32)
+    assert (spec.linear_key_head_dim, spec.linear_value_head_dim, spec.linear_conv_kernel) == (
+        128,
+        128,
+        4,
+    )
+    assert spec.rotary_dim == 64  # partial_rotary_factor 0.25 of 256
+
+
+def test_qwen3_next_linear_sizes_are_required() -> None:
+    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    raw = json.loads(path.read_text())
+    del raw["linear_num_value_heads"]
+    with pytest.raises(SizingError) as err:
+        import_config(raw, "broken")
+    assert err.value.field == "config_json.linear_num_value_heads"

@@ -71,26 +71,25 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
 
 
 def test_the_collected_cases_as_they_stand() -> None:
-    # 80 cases (19 set a fitted constant). KV tokens within 5%: 55 of 62 (88.7%; held-out 39
-    # of 44), short of the 90%. The misses, each with its cause:
+    # 80 cases (19 set a fitted constant). KV tokens within 5%: 56 of 62 (90.3%; held-out 40
+    # of 45), the 90%. The misses, each with its cause:
     # - dennislee A100 40GB x2 over Ray (two nodes): +5.5%, ~1.2 GiB unexplained non-torch;
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
     #   twin with the same weights a GPU; pipeline overhead on V2 not modelled;
     # - Qwen3-0.6B on an RTX 4090, vLLM 0.30 (a blog's summary, no total logged): +5.7%;
-    # - Qwen3-Next (H200, linear-attention hybrid): model type not modelled;
     # - DeepSeek-R1 on 8x H200, V0 0.7: MLA matrix absorption holds ~5.5 GiB more a rank
     #   and non-torch is 7.16 GiB at TP 8; not modelled;
     # - Mixtral AWQ on vLLM 0.2.7: before the modelled releases;
     # - DeepSeek-V2-Lite pre-MLA: the layout is right (its page check passes) but the log's
     #   non-torch memory is 5.21 GiB on one GPU (another process, most likely).
-    # Weights within 1%: 62 of 64 (the Qwen3-Next and V0 DeepSeek-R1 runs). Failures: 13 of 15;
+    # Weights within 1%: 63 of 64 (the V0 DeepSeek-R1 run). Failures: 13 of 15;
     # the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die warming up the sampler
     # after the KV cache is allocated, which the budget cannot see (allocator fragmentation).
     rep = report()
     measured = [r for r in rep.cases if r.inconsistent is None]
     assert len(rep.cases) == 80 and sum(r.role == "fit" for r in rep.cases) == 19
-    assert (rep.tokens_within, rep.tokens_cases) == (55, 62)
-    assert (rep.weights_within, rep.weights_cases) == (62, 64)
+    assert (rep.tokens_within, rep.tokens_cases) == (56, 62)
+    assert (rep.weights_within, rep.weights_cases) == (63, 64)
     assert (rep.failures_ok, rep.failure_cases) == (13, 15)
     assert rep.false_failures == 0 and not rep.meets_bar
     token_misses = {
@@ -100,7 +99,6 @@ def test_the_collected_cases_as_they_stand() -> None:
         "dennislee-a100-40gb-x2-qwen2-7b-tp2-util0.5",
         "kubesimplify-rtxpro6000-qwen3-32b-pp2-util0.426",
         "vllmlearning-rtx4090-qwen3-0.6b-v0.30.0",
-        "unknownrepo-h200-qwen3-next-80b-a3b-tp2-v0.10.2",
         "unknownrepo-h200x8-deepseek-r1-tp8-v0.7-128k",
         "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
         "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
@@ -117,8 +115,8 @@ def test_the_collected_cases_as_they_stand() -> None:
 
 
 def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
-    # The cases no constant was fitted on: 39 of 44 within 5% (88.6%). A new miss among them
-    # (or one fewer) changes this number, on purpose.
+    # The cases no constant was fitted on: 40 of 45 within 5% (88.9%; Qwen3-Next joined them).
+    # A new miss among them (or one fewer) changes this number, on purpose.
     rep = report()
     held_out = [
         r
@@ -126,4 +124,4 @@ def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
         if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
     ]
     within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
-    assert (within, len(held_out)) == (39, 44)
+    assert (within, len(held_out)) == (40, 45)

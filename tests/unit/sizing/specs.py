@@ -163,3 +163,31 @@ GEMMA_3_27B = ModelSpec(
     sliding_window_tokens=1024,
     layer_types=(("sliding",) * 5 + ("full",)) * 10 + ("sliding",) * 2,
 )
+
+# Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/qwen3-next-80b-a3b-instruct.json, with its
+# sources): 48 layers, every 4th gated full attention (16 heads, 2 KV heads of 256, rope over
+# 64 of them), the others Gated DeltaNet (16 key heads and 32 value heads of 128, convolution
+# width 4); 512 experts of 512, 10 a token, one shared expert. 79,674,391,296 parameters, the
+# published total (see tests/catalogue/test_hf_config.py for the count).
+QWEN3_NEXT_80B = ModelSpec(
+    slug="qwen3-next-80b-a3b",
+    total_params=79_674_391_296,
+    active_params=3_563_764_480,
+    layers=48,
+    hidden_size=2048,
+    intermediate_size=512,
+    attention_heads=16,
+    kv_heads=2,
+    head_dim=256,
+    vocab_size=151_936,
+    max_context_tokens=262_144,
+    experts=512,
+    experts_per_token=10,
+    layer_types=("linear", "linear", "linear", "full") * 12,
+    linear_key_heads=16,
+    linear_value_heads=32,
+    linear_key_head_dim=128,
+    linear_value_head_dim=128,
+    linear_conv_kernel=4,
+    rotary_dim=64,
+)

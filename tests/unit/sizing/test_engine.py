@@ -11,6 +11,7 @@ from service.sizing.engine import (
     EngineConfig,
     custom_all_reduce,
     era_of_version,
+    hybrid_block_size,
     kv_cache_dtype_of,
     kv_groups,
     loaded_weight_bytes,
@@ -23,7 +24,14 @@ from service.sizing.engine import (
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
-from tests.unit.sizing.specs import DEEPSEEK_V3, GPT_OSS_120B, LLAMA_8B, LLAMA_70B
+from tests.unit.sizing.specs import (
+    DEEPSEEK_V3,
+    GPT_OSS_120B,
+    H200,
+    LLAMA_8B,
+    LLAMA_70B,
+    QWEN3_NEXT_80B,
+)
 
 GIB = 2**30
 H100 = GpuSpec(
@@ -36,12 +44,15 @@ H100 = GpuSpec(
 
 def test_hybrid_groups_follow_vllm() -> None:
     # gpt-oss: 18 sliding + 18 full -> groups of 18, one of each type.
-    assert msgspec.structs.astuple(kv_groups(("sliding", "full") * 18)) == (18, 1, 1)
+    assert msgspec.structs.astuple(kv_groups(("sliding", "full") * 18)) == (18, 1, 1, 0)
     # Gemma 3: 52 sliding + 10 full; 52 >= 1.5 x 10, so groups of 10: 1 full + ceil(52/10) = 6.
     g = kv_groups(("sliding",) * 52 + ("full",) * 10)
-    assert msgspec.structs.astuple(g) == (10, 1, 6)
+    assert msgspec.structs.astuple(g) == (10, 1, 6, 0)
     # One attention type: one group of every layer.
-    assert msgspec.structs.astuple(kv_groups(("full",) * 32)) == (32, 1, 0)
+    assert msgspec.structs.astuple(kv_groups(("full",) * 32)) == (32, 1, 0, 0)
+    # Qwen3-Next: 36 linear + 12 full; 36 >= 1.5 x 12, groups of 12: 1 full + 3 linear.
+    g = kv_groups(("linear", "linear", "linear", "full") * 12)
+    assert msgspec.structs.astuple(g) == (12, 1, 0, 3)
 
 
 def test_weights_as_loaded() -> None:
@@ -367,3 +378,58 @@ def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
     # An MoE model keeps the original runner: the 0.21 budget, graph estimate included.
     moe = predict_vllm(GPT_OSS_120B, H100, EngineConfig(quantization="mxfp4", version="v2-runner"))
     assert moe.per_gpu.cuda_graph_bytes == 1_428_076_216
+
+
+def test_linear_attention_raises_the_block_to_hold_a_state_in_one_page() -> None:
+    # Qwen3-Next at TP 2 (vLLM 0.10.2 HybridAttentionMambaModelConfig): a Gated DeltaNet state
+    # is 3 x (2 x 16 x 128 + 32 x 128) / 2 + 32 / 2 x 128 x 128 = 12,288 + 262,144 = 274,432
+    # values x 2 B = 548,864 B; a token of one attention layer is 2 x 1 KV head x 256 x 2 B =
+    # 1,024 B; block = 16 x ceil(548,864 / 16,384) = 16 x 34 = 544 tokens (the log: "Setting
+    # attention block size to 544 tokens"), a page of 557,056 B, which the state is padded to
+    # (557,056 / 548,864 - 1 = 1.49%, the log's "Padding mamba page size by 1.49%").
+    config = EngineConfig(tensor_parallel_size=2)
+    per_token = {"full": 1_024, "linear": 0}
+    assert hybrid_block_size(QWEN3_NEXT_80B, per_token, 2, config) == (544, 548_864)
+    # A larger flag is kept; at TP 1 the state doubles (1,097,728 B) against 2,048 B a token:
+    # 16 x ceil(1,097,728 / 32,768) = 16 x 34 = 544 again.
+    big = EngineConfig(tensor_parallel_size=2, block_size=1024)
+    assert hybrid_block_size(QWEN3_NEXT_80B, per_token, 2, big) == (1024, 548_864)
+    one = EngineConfig()
+    assert hybrid_block_size(QWEN3_NEXT_80B, {"full": 2_048}, 1, one) == (544, 1_097_728)
+    # Before 0.10.2 vLLM had no Qwen3-Next: refused, naming the version.
+    with pytest.raises(SizingError) as err:
+        predict_vllm(QWEN3_NEXT_80B, H200, EngineConfig(tensor_parallel_size=2, version="v0"))
+    assert err.value.field == "vllm_version"
+
+
+def test_qwen3_next_budget_pages_and_lines_at_tp2() -> None:
+    # 150 GiB x 0.9 = 144,955,146,240 B. Weights: 79,674,391,296 parameters x 2 B / 2 ranks +
+    # the rope cache 262,144 x 64 x 2 B = 33,554,432 -> 79,707,945,728. Activation (0.8-0.16
+    # era) 9.71 x 1,024 seqs x 151,936 vocab x 4 B = 6,042,822,901; non-torch with custom
+    # all-reduce 590,558,003. KV = 58,613,819,608 B. Groups: 12 full + 36 linear -> groups of
+    # 12, 1 attention + 3 linear; a block = 557,056 B x 12 = 6,684,672 B -> 8,768 blocks;
+    # tokens = 8,768 // 4 groups x 544 = 1,192,448. A 262,144-token request takes
+    # ceil(262,144 / 544) = 482 attention blocks and one per linear group: 8,768 / 485 =
+    # 18.08x. One request needs (12 x 482 + 36) x 557,056 = 3,242,065,920 B.
+    config = EngineConfig(tensor_parallel_size=2, gpu_total_bytes=150 * GIB)
+    p = predict_vllm(QWEN3_NEXT_80B, H200, config)
+    assert p.per_gpu.weights_bytes == 79_707_945_728
+    assert p.per_gpu.kv_cache_bytes == 58_613_819_608
+    assert (p.block_size, p.per_gpu.page_bytes, p.per_gpu.block_bytes) == (544, 557_056, 6_684_672)
+    assert (p.kv_groups, p.per_gpu.num_blocks, p.blocks_per_request) == (4, 8_768, 485)
+    assert p.kv_cache_tokens == 1_192_448
+    assert p.max_concurrency == 18.08
+    assert p.needed_kv_bytes_per_request == 3_242_065_920
+    assert "Maximum concurrency for 262,144 tokens per request: 18.08x" in p.log_lines
+
+
+def test_qwen3_next_log_arithmetic() -> None:
+    # The 2x H200 log of vLLM 0.10.2: 47,878,721,024 B of KV memory // 6,684,672 = 7,162
+    # blocks ("num_gpu_blocks is: 7162"), 7,162 // 4 x 544 = 973,760 tokens and 7,162 / 485 =
+    # 14.77x, as logged. With that memory the engine's arithmetic gives the same lines.
+    config = EngineConfig(tensor_parallel_size=2, gpu_total_bytes=150 * GIB)
+    p = predict_vllm(QWEN3_NEXT_80B, H200, config)
+    logged_blocks = 47_878_721_024 // p.per_gpu.block_bytes
+    assert logged_blocks == 7_162
+    assert logged_blocks // p.kv_groups * p.block_size == 973_760
+    assert round(logged_blocks / p.blocks_per_request, 2) == 14.77

@@ -2,7 +2,13 @@
 sliding windows)."""
 
 from service.sizing.formats import FORMATS
-from service.sizing.kv import kv_bytes_per_token, kv_cache_bytes, kv_shape, naive_kv_bytes_per_token
+from service.sizing.kv import (
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    kv_shape,
+    linear_state_values,
+    naive_kv_bytes_per_token,
+)
 from service.sizing.units import KiB
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
@@ -10,6 +16,7 @@ from tests.unit.sizing.specs import (
     GPT_OSS_120B,
     LLAMA_8B,
     LLAMA_70B,
+    QWEN3_NEXT_80B,
 )
 
 BF16, FP8 = FORMATS["bf16"], FORMATS["fp8"]
@@ -90,3 +97,17 @@ def test_tensor_parallel_divides_kv_heads_until_it_must_replicate_them() -> None
     per_gpu = kv_shape(LLAMA_70B, BF16, tensor_parallel=16).growth_bytes_per_token
     assert per_gpu == 40_960
     assert per_gpu * 16 == 2 * 327_680
+
+
+def test_a_linear_layer_holds_one_state_per_sequence_not_per_token() -> None:
+    # Qwen3-Next, whole model in 16-bit: 12 full-attention layers grow 2 x 2 KV heads x 256 x
+    # 2 B = 2,048 B a token each (24,576 B); each of the 36 Gated DeltaNet layers holds one
+    # state of 3 x 8,192 + 32 x 128 x 128 = 548,864 values x 2 B = 1,097,728 B whatever the
+    # length: 39,518,208 B a conversation. At TP 2 both halve (heads are split).
+    shape = kv_shape(QWEN3_NEXT_80B, FORMATS["bf16"])
+    assert shape.growth_bytes_per_token == 24_576
+    assert shape.state_bytes_per_sequence == 39_518_208
+    assert shape.bytes_per_sequence(1) == 24_576 + 39_518_208
+    assert shape.bytes_per_sequence(100_000) == 2_457_600_000 + 39_518_208
+    assert linear_state_values(QWEN3_NEXT_80B, 2) == 274_432
+    assert kv_shape(QWEN3_NEXT_80B, FORMATS["bf16"], 2).state_bytes_per_sequence == 19_759_104

@@ -4,7 +4,7 @@ import msgspec
 import pytest
 
 from service.sizing.errors import SizingError
-from service.sizing.models import validate_model
+from service.sizing.models import ModelSpec, validate_model
 from tests.unit.sizing.specs import DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B, LLAMA_70B
 
 
@@ -51,3 +51,35 @@ def test_bad_architecture_raises_one_error_naming_the_field(
     with pytest.raises(SizingError) as info:
         validate_model(msgspec.structs.replace(LLAMA_70B, **change))
     assert info.value.field == field
+
+
+def test_linear_layers_need_their_sizes_and_sizes_need_linear_layers() -> None:
+    base = ModelSpec(
+        slug="hybrid",
+        total_params=1_000_000,
+        layers=4,
+        hidden_size=64,
+        attention_heads=4,
+        kv_heads=4,
+        max_context_tokens=4096,
+        layer_types=("linear", "linear", "linear", "full"),
+    )
+    with pytest.raises(SizingError) as err:
+        validate_model(base)
+    assert err.value.field == "model_spec.linear_key_heads"
+    full = msgspec.structs.replace(base, layer_types=(), linear_key_heads=4)
+    with pytest.raises(SizingError) as err:
+        validate_model(full)
+    assert err.value.field == "model_spec.layer_types"
+    only_linear = msgspec.structs.replace(
+        base,
+        layer_types=("linear",) * 4,
+        linear_key_heads=2,
+        linear_value_heads=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_conv_kernel=4,
+    )
+    with pytest.raises(SizingError) as err:
+        validate_model(only_linear)
+    assert err.value.field == "model_spec.layer_types"
