@@ -77,8 +77,10 @@ def test_the_collected_cases_as_they_stand() -> None:
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
     #   twin with the same weights a GPU; pipeline overhead on V2 not modelled;
     # - Qwen3-0.6B on an RTX 4090, vLLM 0.30 (a blog's summary, no total logged): +5.7%;
-    # - DeepSeek-R1 on 8x H200, V0 0.7: MLA matrix absorption holds ~5.5 GiB more a rank
-    #   and non-torch is 7.16 GiB at TP 8; not modelled;
+    # - DeepSeek-R1 on 8x H200, V0 0.7: replicated q_a/kv_a projections and router (0.93 GiB)
+    #   and MLA matrix absorption (4.47 GiB) hold 5.4 GiB more a rank, and non-torch is
+    #   7.16 GiB at TP 8 (NCCL NVLS buffers, most likely); not modelled, because the same rules
+    #   miss the TP 8 x PP 2 run of issue #13074 (README);
     # - Mixtral AWQ on vLLM 0.2.7: before the modelled releases;
     # - DeepSeek-V2-Lite pre-MLA: the layout is right (its page check passes) but the log's
     #   non-torch memory is 5.21 GiB on one GPU (another process, most likely).

@@ -27,6 +27,7 @@ from tests.unit.sizing.specs import (
     LLAMA_8B,
     LLAMA_70B,
     LLAMA_70B_SEED,
+    QWEN3_NEXT_80B,
     QWEN25_7B,
 )
 
@@ -296,3 +297,13 @@ def test_ranking_leaves_out_gpus_no_split_serves_but_reports_bad_splits() -> Non
         rank_gpus(QWEN25_7B, ALL_GPUS, BF16, BF16, Workload(splits=(0, 2)))
     assert info.value.field == "splits"
     assert "between 1 and 65536" in info.value.message
+
+
+def test_a_linear_attention_state_is_a_fixed_cost_per_conversation() -> None:
+    # Qwen3-Next on two H200s (TP 2), 10 conversations of 32,768 tokens in BF16. Per GPU a
+    # token grows 12 attention layers x 2 x 1 KV head x 256 x 2 B = 12,288 B, and each
+    # conversation holds 36 Gated DeltaNet states of 274,432 values x 2 B = 19,759,104 B
+    # whatever its length: 10 x (12,288 x 32,768 + 19,759,104) = 4,224,122,880 B of KV a GPU.
+    workload = Workload(concurrency=10, context_tokens=32_768)
+    p = plan_split(QWEN3_NEXT_80B, H200, BF16, BF16, workload, gpu_count=2)
+    assert p.per_gpu.kv_cache_bytes == 4_224_122_880
