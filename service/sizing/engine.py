@@ -12,7 +12,9 @@ The KV pool then becomes blocks (``vllm/v1/core/kv_cache_utils.py`` and
 ``vllm/v1/kv_cache_interface.py``, as read in shared/reference/models.md): a page holds
 ``block_size`` tokens of one layer; full-attention and sliding-window layers are grouped in
 equal-size groups (hybrid manager) and each KV tensor is shared by one layer of every group, so a
-block costs ``group_size x page``; MLA pages hold one latent per token, whole on every TP rank.
+block costs ``group_size x page``; MLA pages hold one latent per token, whole on every TP rank;
+a linear-attention layer (Gated DeltaNet) takes one page per request for its recurrent state,
+the attention block being raised until a page holds it (``hybrid_block_size``).
 The count is the minimum over pipeline stages (every TP rank of a stage is alike).
 
 What is exact here: the page and block arithmetic, the log lines' formulas, the default flags.
