@@ -214,7 +214,14 @@ def compare(
             )
         )
     context = p.max_model_len  # the config's, or the model's when the config leaves it unset
-    held = (logged_tokens if logged_tokens is not None else p.kv_cache_tokens) // context
+    # The engine's own concurrency line counts whole requests the way the cache is laid out (a
+    # sliding window or a linear layer's state is a fixed cost, not context x bytes a token):
+    # Qwen3-Next's 973,760 tokens hold 14 requests of 262,144 tokens, not 973,760 // 262,144 = 3.
+    if log.max_concurrency is not None and log.concurrency_tokens in (None, context):
+        held, counted = int(log.max_concurrency), "the engine's concurrency line"
+    else:
+        held = (logged_tokens if logged_tokens is not None else p.kv_cache_tokens) // context
+        counted = "KV tokens / context"
     short = log.failed or held < users
     if short:
         diffs.append(
@@ -224,7 +231,7 @@ def compare(
                 predicted=float(users),
                 relative_error=None,
                 severity="problem",
-                likely_cause=f"KV tokens / context = {held} conversations of {context:,} tokens, "
+                likely_cause=f"{counted}: {held} conversations of {context:,} tokens, "
                 f"fewer than the {users} users the plan must hold at once: the plan is short "
                 "(more GPUs, FP8 KV cache, a shorter context or a higher utilisation).",
             )

@@ -144,3 +144,38 @@ async def test_verify_a_log_older_than_the_modelled_releases(client: Client) -> 
     problem = r.json()
     assert problem["errors"][0]["field"] == "log"
     assert "0.2.7" in problem["errors"][0]["message"]
+
+
+async def test_verify_a_linear_attention_hybrid_counts_requests_by_the_engine_line(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # The 2x H200 Qwen3-Next log of vLLM 0.10.2 against an imported Qwen3-Next. Predicted on
+    # the catalogue H200 (150,119,844,413 B as torch sees it) x 0.9 = 135,107,859,971 B, less
+    # weights 79,707,945,728, activation 6,042,822,901 and non-torch 590,558,003 =
+    # 48,766,533,339 B = 7,295 blocks of 6,684,672 B -> 7,295 // 4 x 544 = 991,712 tokens
+    # against 973,760 logged (+1.84%). Its 973,760 tokens hold int(14.77) = 14 requests of
+    # 262,144 tokens (each takes 482 attention blocks and one per linear group), not
+    # 973,760 // 262,144 = 3: 4 users fit.
+    path = CASES / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    body = {"slug": "qwen3-next", "config_json": json.loads(path.read_text())}
+    r = await client.post("/models/import", json=body, headers=admin_headers)
+    assert r.status_code == 201, r.text
+    body = {
+        "log": _log("unknownrepo-h200-qwen3-next-80b-a3b-tp2-v0.10.2"),
+        "model": "qwen3-next",
+        "gpu": "h200",
+        "concurrency": 4,
+    }
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["prediction"]["block_size"] == 544
+    tokens = next(d for d in answer["differences"] if d["quantity"] == "kv_cache_tokens")
+    assert (tokens["logged"], tokens["predicted"]) == (973_760, 991_712)
+    assert answer["plan_short"] is False
+    assert not [d for d in answer["differences"] if d["quantity"] == "users_at_once"]
+    # 15 users is more than the 14 requests the log holds: short, counted by the engine line.
+    r = await client.post("/verify", json={**body, "concurrency": 15})
+    users = next(d for d in r.json()["differences"] if d["quantity"] == "users_at_once")
+    assert (users["logged"], users["predicted"]) == (14.0, 15.0)
+    assert users["likely_cause"].startswith("the engine's concurrency line: 14 conversations")
