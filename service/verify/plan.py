@@ -146,7 +146,7 @@ def vllm_plan(
     splits: tuple[int, ...],
 ) -> VllmPlanAnswer:
     """Try each tensor-parallel size in ``splits`` (times the pipeline stages): the fewest GPUs
-    where the engine starts and KV tokens / context >= users wins."""
+    where the engine starts and holds ``users`` requests of the context at once wins."""
     require(bool(splits), "splits", "must name at least one GPU count")
     considered: list[VllmSplit] = []
     best: tuple[int, EnginePrediction] | None = None
@@ -167,7 +167,11 @@ def vllm_plan(
             continue
         config = engine_config(options, tp, context_tokens, utilisation, weights, kv)
         p = predict_vllm(model, gpu, config)
-        held = p.kv_cache_tokens // p.max_model_len
+        # Whole requests as the engine admits them: blocks / blocks a full-length request takes
+        # in every layer group (a sliding window or a linear layer's state is a fixed cost, so
+        # tokens / context undercounts: Qwen3-Next's 991,712 tokens hold 15 requests of
+        # 262,144 tokens, not 3).
+        held = p.per_gpu.num_blocks // p.blocks_per_request if p.blocks_per_request else 0
         holds = p.starts and held >= users
         reason = (
             p.failure

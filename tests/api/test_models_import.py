@@ -150,17 +150,24 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
         32,
         64,
     ]
+    # 15 users of the whole 262,144-token context: on the catalogue H200 a TP 2 rank keeps
+    # 48,766,533,339 B of KV (tests/api/test_verify.py) = 7,295 blocks; a request takes 482
+    # attention blocks and one in each of 3 linear groups, 7,295 // 485 = 15 at once (the
+    # tokens line, 991,712, would say 3 by tokens / context).
     request = {
         "model": "my-qwen3-next",
         "gpu": "h200",
         "method": "vllm",
-        "concurrency": 1,
+        "concurrency": 15,
+        "context_tokens": 262_144,
         "vllm": {"vllm_version": "0.10.2"},
     }
     r = await client.post("/plan", json=request)
     assert r.status_code == 200, r.text
     plan = r.json()
-    assert plan["gpu_count"] == 2
+    assert plan["gpu_count"] == 2 and plan["fits"] is True
+    two = next(c for c in plan["considered"] if c["tensor_parallel"] == 2)
+    assert two["reason"] == "991,712 tokens hold 15 conversations of 262,144 tokens"
     prediction = plan["prediction"]
     assert prediction["per_gpu"]["weights_bytes"] == 79_707_945_728
     assert (prediction["block_size"], prediction["per_gpu"]["page_bytes"]) == (544, 557_056)
