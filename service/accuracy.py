@@ -19,6 +19,7 @@ from service.sizing.engine import (
     era_of_version,
     kv_cache_dtype_of,
     mla_latent_cache_of,
+    mla_weights_of,
     predict_vllm,
     quantization_of,
 )
@@ -168,6 +169,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         compile_cache="warm" if c.get("compile_cache") == "warm" else "cold",
         version=era_of_version(case["vllm_version"]),
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
+        mla_weights=mla_weights_of(case["vllm_version"], era_of_version(case["vllm_version"])),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
 
@@ -291,7 +293,11 @@ def evaluate_case(case: dict[str, Any]) -> CaseResult:
         return _unsupported(case, str(exc))
     logged = case["logged"]
     tokens = None if logged.get("failed") else _logged_tokens(case, p)
-    predicted_weights = p.per_gpu.weights_bytes / GiB
+    # A log's weights line is one rank's: the stage that printed it when the case names it
+    # (V0's driver is rank 0, the first stage), else the stage the prediction reports.
+    stage = logged.get("weights_stage")
+    weights = p.per_gpu.weights_bytes if stage is None else p.stage_weights_bytes[stage]
+    predicted_weights = weights / GiB
     page = _page_tokens_range(case, p)
     return _result(
         case,

@@ -76,6 +76,13 @@ def _rows(table: type[Row], file_name: str) -> list[Row]:
     columns = set(table.__table__.columns.keys())
     defaults = _column_defaults(table)
     data = json.loads((DATA / file_name).read_text(encoding="utf-8"))
+    if table is Model:
+        # Later revisions' corrections of shipped rows, as the migrations apply them.
+        updates = json.loads((DATA / "model_updates.json").read_text(encoding="utf-8"))
+        by_slug: dict[str, dict[str, Any]] = {}
+        for update in updates:
+            by_slug.setdefault(update["slug"], {}).update(update["values"])
+        data = [{**row, **by_slug.get(row["slug"], {})} for row in data]
     rows = [table(**{**defaults, **{k: v for k, v in row.items() if k in columns}}) for row in data]
     return sorted(rows, key=lambda r: r.slug)
 

@@ -1,13 +1,19 @@
 """Models describe linear-attention layers (Qwen3-Next's Gated DeltaNet: key and value heads,
-their sizes, the convolution width) and the rotary dimension when only part of a head turns.
+their sizes, the convolution width), the rotary dimension when only part of a head turns, MLA's
+compressed query width and an MoE model's leading dense layers (their count and FFN width),
+which the vLLM method needs for the weights each rank and pipeline stage loads.
 
-Every existing row is 0 for all six: no linear layers, rope over the whole head. Layer types
-(a JSON list) may now hold "linear".
+Every existing row gets 0 for all nine (no linear layers, rope over the whole head, no q LoRA,
+no dense layers), except the shipped rows service/catalogue/data/model_updates.json lists for
+this revision: DeepSeek-V3 gets its q_lora_rank 1536 and its 3 leading dense layers of 18,432
+(its config.json). Layer types (a JSON list) may now hold "linear".
 
 Revision ID: 0007
 Revises: 0006
 
 """
+import json
+from pathlib import Path
 from typing import Sequence, Union
 
 from alembic import op
@@ -25,13 +31,23 @@ COLUMNS = (
     'linear_value_head_dim',
     'linear_conv_kernel',
     'rotary_dim',
+    'q_lora_rank',
+    'dense_layers',
+    'dense_intermediate_size',
 )
+UPDATES = Path(__file__).resolve().parents[2] / "service" / "catalogue" / "data" / "model_updates.json"
 
 
 def upgrade() -> None:
     with op.batch_alter_table('models', schema=None) as batch_op:
         for name in COLUMNS:
             batch_op.add_column(sa.Column(name, sa.Integer(), server_default='0', nullable=False))
+    for update in json.loads(UPDATES.read_text(encoding="utf-8")):
+        if update["revision"] != revision:
+            continue
+        values = update["values"]
+        models = sa.table('models', sa.column('slug'), *(sa.column(k) for k in values))
+        op.execute(models.update().where(models.c.slug == update["slug"]).values(**values))
 
 
 def downgrade() -> None:

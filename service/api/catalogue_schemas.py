@@ -132,6 +132,12 @@ class ModelBody(msgspec.Struct, kw_only=True):
     linear_conv_kernel: Annotated[int, Meta(ge=0, le=64)] = 0
     rotary_dim: OptionalWidth = 0
     """Dimensions of a head that rotary embedding turns (Qwen3-Next: 64 of 256); 0: all."""
+    q_lora_rank: OptionalWidth = 0
+    """MLA: the compressed query's width (DeepSeek-V3: 1536); 0: a plain query projection."""
+    dense_layers: Annotated[int, Meta(ge=0, le=4096)] = 0
+    """MoE models: leading layers with a dense FFN (DeepSeek-V3: 3), of width
+    dense_intermediate_size (18432)."""
+    dense_intermediate_size: OptionalWidth = 0
     checkpoint_format: Annotated[str, Meta(max_length=64, pattern=r"^([a-z0-9][a-z0-9._-]*)?$")] = (
         ""
     )

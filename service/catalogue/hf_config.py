@@ -545,6 +545,11 @@ def import_config(
         experts_per_token=arch.experts.top_k if arch.experts else 0,
         kv_lora_rank=arch.attention.kv_lora_rank,
         qk_rope_head_dim=arch.attention.qk_rope_head_dim,
+        q_lora_rank=arch.attention.q_lora_rank,
+        dense_layers=arch.experts.dense_layers if arch.experts else 0,
+        dense_intermediate_size=arch.intermediate_size
+        if arch.experts and arch.experts.dense_layers
+        else 0,
         sliding_window_tokens=window,
         layer_types=kinds,
         linear_key_heads=arch.linear_attention.key_heads if arch.linear_attention else 0,

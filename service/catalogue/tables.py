@@ -98,6 +98,10 @@ class Model(CatalogueRow, IdentityAuditBase):
     linear_value_head_dim: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     linear_conv_kernel: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     rotary_dim: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Migration 0007 too: MLA's compressed query width and an MoE model's leading dense layers.
+    q_lora_rank: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    dense_layers: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    dense_intermediate_size: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Format(CatalogueRow, IdentityAuditBase):

@@ -35,7 +35,7 @@ from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.kv import kv_shape, linear_state_values
 from service.sizing.models import LayerType, ModelSpec, validate_model
-from service.sizing.parallel import stage_layers, tensor_parallel_problem
+from service.sizing.parallel import even_shares, tensor_parallel_problem
 from service.sizing.units import GiB, ceil_div
 
 EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph", "v2-runner"]
@@ -174,6 +174,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     mla_latent_cache: bool = True
     """False for releases before 0.7.1 (``mla_latent_cache_of``), which cached DeepSeek's
     attention as full K and V of 256 values per head instead of the MLA latent."""
+    mla_weights: "MlaWeights" = "current"
+    """What MLA keeps beside the checkpoint's weights after loading (``mla_weights_of``)."""
     gpu_total_bytes: int | None = None
     """What torch sees on the GPU (a log's total_gpu_memory); None: nvidia-smi minus the
     driver reserve fitted for that GPU."""
@@ -220,6 +222,28 @@ def mla_latent_cache_of(version: str) -> bool:
     support head_size 192" in the old deepseek_v2.py). Unparseable versions: True (current)."""
     release = _release(version)
     return release is None or release >= (0, 7, 1)
+
+
+MlaWeights = Literal["plain", "absorbed-fp32", "absorbed-bf16", "current"]
+"""What vLLM's MLA keeps beside the checkpoint's weights after loading (``MLACommonImpl.
+process_weights_after_loading``): plain: nothing (before 0.7.1, no MLA); absorbed-fp32 and
+absorbed-bf16: V0 0.7.1-0.7.2 and 0.7.3 materialise the absorbed W_Q_UK and W_UV_O (requantised
+to FP8 for an FP8 checkpoint), W_QR, and for an FP8 checkpoint the dequantised kv_b_proj in
+fp32 (0.7.1-0.7.2) or bf16 (0.7.3, vLLM PR #13181); current: 0.8 on (PR #14770 dropped the
+absorbed copies) keeps only the bf16 dequantised kv_b_proj of an FP8 checkpoint."""
+
+
+def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
+    """The MLA weight layout of a release; without a readable one, that of ``era`` (V0: its
+    last release with MLA, 0.7.3)."""
+    release = _release(version) if version else None
+    if release is None:
+        return "absorbed-bf16" if era == "v0" else "current"
+    if release >= (0, 8, 0):
+        return "current"
+    if release < (0, 7, 1):
+        return "plain"
+    return "absorbed-bf16" if release >= (0, 7, 3) else "absorbed-fp32"
 
 
 def quantization_of(method: str) -> Quantization:
@@ -280,6 +304,9 @@ class EnginePrediction(msgspec.Struct, frozen=True, kw_only=True):
     max_model_len: int
     block_size: int
     """Tokens a block holds: the flag, or what a linear-attention model raises it to."""
+    stage_weights_bytes: list[int]
+    """Weights on a rank of each pipeline stage, first to last (per_gpu is the stage with the
+    fewest blocks)."""
     needed_kv_bytes_per_request: int
     blocks_per_request: int
     """Blocks one request of max_model_len takes across the layer groups (vLLM's
@@ -493,6 +520,106 @@ def loaded_weight_bytes(
     return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest
 
 
+def pipeline_partition(layers: int, pipeline_parallel: int, version: EngineEra) -> list[int]:
+    """Layers per pipeline stage as vLLM's ``get_pp_indices`` splits them: from 0.8 (PR #13839)
+    the remainder goes one layer each to the stages before the last, from the second-to-last
+    back (61 over 2: [31, 30]); before it, all of it to the last stage ([30, 31])."""
+    base, remainder = divmod(layers, pipeline_parallel)
+    counts = [base] * pipeline_parallel
+    if version == "v0":
+        counts[-1] += remainder
+    else:
+        for i in range(2, remainder + 2):
+            counts[-i] += 1
+    return counts
+
+
+def _mla_attention_params(model: ModelSpec) -> int:
+    """One MLA layer's projections (DeepSeek: the no-RoPE query/key head and the value head
+    are both ``head_dim``)."""
+    h, heads, head = model.hidden_size, model.attention_heads, model.resolved_head_dim
+    q_out = heads * (head + model.qk_rope_head_dim)
+    q = h * model.q_lora_rank + model.q_lora_rank * q_out if model.q_lora_rank else h * q_out
+    kv_a = h * (model.kv_lora_rank + model.qk_rope_head_dim)
+    kv_b = model.kv_lora_rank * heads * 2 * head
+    return q + kv_a + kv_b + heads * head * h
+
+
+def _attention_params(model: ModelSpec) -> int:
+    if model.kv_lora_rank:
+        return _mla_attention_params(model)
+    h, head = model.hidden_size, model.resolved_head_dim
+    return 2 * h * model.attention_heads * head + 2 * h * model.kv_heads * head
+
+
+def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) -> list[int]:
+    """Bytes each decoder layer puts on one rank, ``body_bytes`` (the rank's weights less any
+    embedding and head held apart) shared out as vLLM lays it out:
+
+    * an MoE model's leading dense layers (DeepSeek's first 3) hold their dense FFN instead of
+      the experts, so layers are not alike (per-stage weights follow which layers a stage has);
+    * ``ReplicatedLinear`` layers are whole on every TP rank: every MoE router (16-bit) and
+      MLA's q_a_proj and kv_a_proj_with_mqa (0.93 GiB a rank for DeepSeek-V3 at TP 8);
+    * MLA keeps more after loading (``mla_weights``, ``mla_extra_bytes``).
+
+    Checked on DeepSeek: vLLM 0.6.6 TP 8 x PP 4 stage 0 16.9583 GiB (DeepSeek-V3 issue #205),
+    0.7.3 TP 8 83.88 GiB (8x H200), 0.7.2 TP 8 x PP 2 stage 0 39.66 GiB (vLLM issue #13074)."""
+    tp, layers = config.tensor_parallel_size, model.layers
+    sixteen = 4 if config.dtype == "float32" else 2
+    matrix = 1 if config.quantization == "fp8" else sixteen
+    per_layer = even_shares(body_bytes, layers)
+    if model.dense_layers:
+        ffn = 3 * model.hidden_size * model.dense_intermediate_size
+        dense = ceil_div((_attention_params(model) + ffn) * matrix, tp)
+        moe = even_shares(body_bytes - model.dense_layers * dense, layers - model.dense_layers)
+        per_layer = [dense] * model.dense_layers + moe
+    router = model.hidden_size * model.experts * sixteen if model.is_moe else 0
+    low_rank = (
+        model.hidden_size * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
+        if model.kv_lora_rank
+        else 0
+    ) * matrix
+    mla = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
+    for i in range(layers):
+        replicated = low_rank + (router if i >= model.dense_layers else 0)
+        per_layer[i] += replicated - ceil_div(replicated, tp) + mla
+    return per_layer
+
+
+FP8_BLOCK = 128
+"""DeepSeek's FP8 block: one fp32 scale per 128 x 128 weights (requantised copies too)."""
+
+
+def mla_extra_bytes(model: ModelSpec, config: EngineConfig) -> int:
+    """What one MLA layer keeps on one rank beyond its checkpoint weights (``MlaWeights``), with
+    n = heads / TP, q_in = q_lora_rank (or hidden), r = kv_lora_rank:
+
+    * absorbed (V0 0.7.1-0.7.3): W_Q_UK [q_in, n r] and W_UV_O [n r, hidden], FP8 with a scale
+      per 128 x 128 block for an FP8 checkpoint (16-bit otherwise); W_QR [q_in, n rope] 16-bit;
+      for an FP8 checkpoint the dequantised kv_b_proj [r, n 2 head] (W_UK / W_UV are views of
+      it), fp32 in 0.7.1-0.7.2, bf16 in 0.7.3. DeepSeek-V3 at TP 8: 12,582,912 + 3,072 +
+      58,720,256 + 14,336 + 3,145,728 + 4,194,304 (bf16) = 78,660,608 B a layer;
+    * current (0.8 on): only that dequantised kv_b_proj, bf16, for an FP8 checkpoint."""
+    fp8 = config.quantization == "fp8"
+    n = ceil_div(model.attention_heads, config.tensor_parallel_size)
+    r, head = model.kv_lora_rank, model.resolved_head_dim
+    kv_b = r * n * 2 * head if fp8 else 0
+    if config.mla_weights == "plain":
+        return 0
+    if config.mla_weights == "current":
+        return kv_b * 2
+    q_in = model.q_lora_rank or model.hidden_size
+    absorbed = q_in * n * r + n * r * model.hidden_size
+    if fp8:
+        scales = ceil_div(q_in, FP8_BLOCK) * ceil_div(n * r, FP8_BLOCK)
+        scales += ceil_div(n * r, FP8_BLOCK) * ceil_div(model.hidden_size, FP8_BLOCK)
+        absorbed += 4 * scales
+    else:
+        absorbed *= 2
+    w_qr = q_in * n * model.qk_rope_head_dim * 2
+    return absorbed + w_qr + kv_b * (4 if config.mla_weights == "absorbed-fp32" else 2)
+
+
 PRE_MLA_HEAD_SIZE = 256
 """The padded head size of DeepSeek attention before the MLA latent cache (0.5-0.7.0)."""
 
@@ -662,11 +789,19 @@ def predict_vllm(
     # blocks of any rank (vLLM PR #20665's TP2 x PP2 log: 12.13 GiB on the first stage, 11.33 on
     # the last, which samples).
     edge = ceil_div(_embedding_params(model) * 2, tp) if pp > 1 else 0
-    body = loaded - 2 * edge
+    per_layer = layer_weight_bytes(model, loaded - 2 * edge, config)
+    # Before 0.8 vLLM's DeepSeek built its LM head on every pipeline stage (PR #13833).
+    head_everywhere = config.version == "v0" and model.kv_lora_rank > 0
+    types = model.resolved_layer_types
     best: _Stage | None = None
-    for index, layers in enumerate(stage_layers(model, pp)):
+    stage_weights: list[int] = []
+    start = 0
+    for index, count in enumerate(pipeline_partition(model.layers, pp, config.version)):
+        layers, stage_bytes = types[start : start + count], sum(per_layer[start : start + count])
+        start += count
         first, last = index == 0, index == pp - 1
-        weights = body * len(layers) // model.layers + edge * (first + last) + rope
+        weights = stage_bytes + edge * (first + (last or head_everywhere)) + rope
+        stage_weights.append(weights)
         # V1's peak is the sampler, on the last stage only; V0 and Model Runner V2 peak in the
         # forward pass, on every stage.
         activation = activation_peak if last or config.version == "v0" or on_v2 else 0
@@ -804,6 +939,7 @@ def predict_vllm(
         max_concurrency=conc,
         max_model_len=mml,
         block_size=bs,
+        stage_weights_bytes=stage_weights,
         needed_kv_bytes_per_request=need,
         blocks_per_request=best.per_request,
         defaults=d,

@@ -41,6 +41,12 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     """MLA: width of the compressed KV latent (DeepSeek-V3: 512)."""
     qk_rope_head_dim: int = 0
     """MLA: the decoupled rotary key stored beside the latent (DeepSeek-V3: 64)."""
+    q_lora_rank: int = 0
+    """MLA: width of the compressed query (DeepSeek-V3: 1536); 0: a plain query projection."""
+    dense_layers: int = 0
+    """MoE models: leading layers with a dense FFN instead of experts (DeepSeek-V3: 3)."""
+    dense_intermediate_size: int = 0
+    """MoE models: FFN width of those dense layers (DeepSeek-V3: 18,432)."""
     sliding_window_tokens: int = 0
     layer_types: tuple[LayerType, ...] = ()
     """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
@@ -122,6 +128,9 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
         "linear_value_head_dim",
         "linear_conv_kernel",
         "rotary_dim",
+        "q_lora_rank",
+        "dense_layers",
+        "dense_intermediate_size",
     ):
         require(getattr(spec, name) >= 0, f(name), "must not be negative")
     require(len(spec.rope_cache_rows) <= 8, f("rope_cache_rows"), "at most 8 ropes")
@@ -163,6 +172,18 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
             f("experts_per_token"),
             "must be between 1 and experts",
         )
+    if spec.dense_layers:
+        require(spec.experts > 1, f("dense_layers"), "only an MoE model has dense layers")
+        require(
+            spec.dense_layers < spec.layers,
+            f("dense_layers"),
+            "an MoE model needs at least one MoE layer",
+        )
+        require(
+            spec.dense_intermediate_size > 0,
+            f("dense_intermediate_size"),
+            "dense layers need their FFN width",
+        )
     if spec.layer_types:
         require(
             len(spec.layer_types) == spec.layers,
@@ -172,8 +193,8 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
     kinds = set(spec.resolved_layer_types)
     if "mla" in kinds:
         require(spec.kv_lora_rank > 0, f("kv_lora_rank"), "MLA layers need a kv_lora_rank")
-    elif spec.kv_lora_rank:
-        raise SizingError(f("layer_types"), "kv_lora_rank is set but no layer is 'mla'")
+    elif spec.kv_lora_rank or spec.q_lora_rank:
+        raise SizingError(f("layer_types"), "MLA sizes are set but no layer is 'mla'")
     if "sliding" in kinds:
         require(
             spec.sliding_window_tokens > 0,

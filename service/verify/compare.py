@@ -12,6 +12,7 @@ from service.sizing.engine import (
     era_of_version,
     kv_cache_dtype_of,
     mla_latent_cache_of,
+    mla_weights_of,
     predict_vllm,
     quantization_of,
 )
@@ -73,6 +74,7 @@ def config_from_log(
         mla_latent_cache=(
             mla_latent_cache_of(log.vllm_version) if log.vllm_version else base.mla_latent_cache
         ),
+        mla_weights=mla_weights_of(log.vllm_version, version),
     )
 
 

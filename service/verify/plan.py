@@ -18,6 +18,7 @@ from service.sizing.engine import (
     UsageContext,
     era_of_version,
     mla_latent_cache_of,
+    mla_weights_of,
     predict_vllm,
 )
 from service.sizing.errors import SizingError, require
@@ -108,6 +109,11 @@ def engine_config(
             )
         quant = QUANTIZATION_OF_FORMAT[weights.slug]
     kv_dtype = options.kv_cache_dtype or ("fp8" if kv.slug == "fp8" else "auto")
+    era = options.engine_version or (
+        era_of_version(options.vllm_version, LATEST_ERA, "vllm.vllm_version")
+        if options.vllm_version
+        else LATEST_ERA
+    )
     return EngineConfig(
         tensor_parallel_size=tensor_parallel,
         pipeline_parallel_size=options.pipeline_parallel_size,
@@ -122,15 +128,11 @@ def engine_config(
         usage=options.usage,
         dtype=options.dtype,
         compile_cache=options.compile_cache,
-        version=options.engine_version
-        or (
-            era_of_version(options.vllm_version, LATEST_ERA, "vllm.vllm_version")
-            if options.vllm_version
-            else LATEST_ERA
-        ),
+        version=era,
         mla_latent_cache=(
             mla_latent_cache_of(options.vllm_version) if options.vllm_version else True
         ),
+        mla_weights=mla_weights_of(options.vllm_version, era),
     )
 
 

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import msgspec
+
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -66,6 +68,10 @@ async def test_models_keep_exact_parameter_counts(client: Client) -> None:
     assert deepseek["active_params"] == 36_625_603_584  # excl. the input embedding
     assert deepseek["active_params_incl_embedding"] == 37_552_282_624
     assert (deepseek["kv_lora_rank"], deepseek["qk_rope_head_dim"]) == (512, 64)
+    # Migration 0007 (service/catalogue/data/model_updates.json): its config's q_lora_rank and
+    # first_k_dense_replace dense layers of intermediate_size.
+    assert (deepseek["q_lora_rank"], deepseek["dense_layers"]) == (1536, 3)
+    assert deepseek["dense_intermediate_size"] == 18_432
     gemma3 = (await client.get("/models/gemma-3-27b")).json()
     assert gemma3["total_params"] == 27_009_346_304
     assert gemma3["layer_types"].count("sliding") == 52
@@ -202,3 +208,18 @@ async def test_body_over_one_mib_is_413(client: Client, admin_headers: dict[str,
 async def test_unknown_route_and_method_are_problems(client: Client) -> None:
     assert_problem(await client.get("/nowhere"), 404)
     assert_problem(await client.patch("/gpus/h200"), 405)
+
+
+async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
+    # The CLI and the accuracy report plan on the shipped rows without a database; they apply
+    # the same later corrections as the migrations, so every shipped model is the same spec.
+    from service.cli import local_catalogue
+    from service.sizing.models import ModelSpec
+
+    local = local_catalogue()
+    page = (await client.get("/models", params={"limit": 100})).json()
+    assert len(page["items"]) == 16
+    for item in page["items"]:
+        served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
+        spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))
+        assert {k: spec[k] for k in served} == served, item["slug"]

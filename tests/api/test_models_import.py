@@ -136,7 +136,8 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
 ) -> None:
     # Qwen3-Next-80B-A3B: the import stores its Gated DeltaNet sizes and rope width; planned
     # on H200s with vLLM 0.10.2 it needs two GPUs (159 GB of 16-bit weights). A rank loads
-    # 79,674,391,296 x 2 B / 2 + the 262,144 x 64 x 2 B rope cache = 79,707,945,728 B; the
+    # 79,674,391,296 x 2 B / 2 + the 262,144 x 64 x 2 B rope cache + the other half of its
+    # replicated routers, 48 x 2,048 x 512 x 2 B / 2 = 79,758,277,376 B; the
     # attention block grows to 544 tokens (a 548,864 B state against 1,024 B a token, in
     # multiples of 16), a page of 557,056 B, in 4 groups of 12 layers (1 full, 3 linear).
     path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
@@ -151,9 +152,9 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
         64,
     ]
     # 15 users of the whole 262,144-token context: on the catalogue H200 a TP 2 rank keeps
-    # 48,766,533,339 B of KV (tests/api/test_verify.py) = 7,295 blocks; a request takes 482
-    # attention blocks and one in each of 3 linear groups, 7,295 // 485 = 15 at once (the
-    # tokens line, 991,712, would say 3 by tokens / context).
+    # 48,716,201,691 B of KV (tests/api/test_verify.py) = 7,287 blocks; a request takes 482
+    # attention blocks and one in each of 3 linear groups, 7,287 // 485 = 15 at once (the
+    # tokens line, 990,624, would say 3 by tokens / context).
     request = {
         "model": "my-qwen3-next",
         "gpu": "h200",
@@ -167,9 +168,9 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
     plan = r.json()
     assert plan["gpu_count"] == 2 and plan["fits"] is True
     two = next(c for c in plan["considered"] if c["tensor_parallel"] == 2)
-    assert two["reason"] == "991,712 tokens hold 15 conversations of 262,144 tokens"
+    assert two["reason"] == "990,624 tokens hold 15 conversations of 262,144 tokens"
     prediction = plan["prediction"]
-    assert prediction["per_gpu"]["weights_bytes"] == 79_707_945_728
+    assert prediction["per_gpu"]["weights_bytes"] == 79_758_277_376
     assert (prediction["block_size"], prediction["per_gpu"]["page_bytes"]) == (544, 557_056)
     assert prediction["kv_groups"] == 4
 
@@ -191,3 +192,23 @@ async def test_linear_layers_without_their_sizes_are_a_422(
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "linear_key_heads"
     assert (await client.get("/models/half-hybrid")).status_code == 404  # nothing written
+
+
+async def test_dense_layers_need_an_moe_model(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {
+        "slug": "dense-with-dense-layers",
+        "total_params": 1_000_000,
+        "layers": 4,
+        "hidden_size": 64,
+        "attention_heads": 4,
+        "kv_heads": 4,
+        "max_context_tokens": 4096,
+        "dense_layers": 1,
+        "dense_intermediate_size": 256,
+    }
+    response = await client.post("/models", json=body, headers=admin_headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "dense_layers"
+    assert (await client.get("/models/dense-with-dense-layers")).status_code == 404

@@ -264,3 +264,12 @@ def test_qwen3_next_linear_sizes_are_required() -> None:
     with pytest.raises(SizingError) as err:
         import_config(raw, "broken")
     assert err.value.field == "config_json.linear_num_value_heads"
+
+
+def test_deepseek_v3_keeps_its_query_lora_and_dense_layers() -> None:
+    # config.json: q_lora_rank 1536, first_k_dense_replace 3, intermediate_size 18432 (the dense
+    # FFN; experts are moe_intermediate_size 2048): what the vLLM method needs to lay weights
+    # out per rank and per pipeline stage.
+    spec = import_config(config("deepseek-v3"), "deepseek-v3").spec
+    assert (spec.q_lora_rank, spec.dense_layers, spec.dense_intermediate_size) == (1536, 3, 18_432)
+    assert spec.intermediate_size == 2048

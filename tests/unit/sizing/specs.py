@@ -120,6 +120,9 @@ DEEPSEEK_V3 = ModelSpec(
     experts_per_token=8,
     kv_lora_rank=512,
     qk_rope_head_dim=64,
+    q_lora_rank=1536,
+    dense_layers=3,
+    dense_intermediate_size=18432,
 )
 GPT_OSS_120B = ModelSpec(
     slug="gpt-oss-120b",

@@ -15,8 +15,11 @@ from service.sizing.engine import (
     kv_cache_dtype_of,
     kv_groups,
     loaded_weight_bytes,
+    mla_extra_bytes,
     mla_latent_cache_of,
+    mla_weights_of,
     mxfp4_backend_for,
+    pipeline_partition,
     predict_vllm,
     quantization_of,
     rope_cache_bytes,
@@ -110,8 +113,10 @@ def test_mxfp4_backend_follows_gpu_and_version() -> None:
     assert mxfp4_backend_for(H100, "v1-0.10") == "marlin"  # 0.10.1 wheels: torch 2.7.1
     assert mxfp4_backend_for(H100, "v1-0.11") == "triton"
     p = predict_vllm(GPT_OSS_120B, a100, EngineConfig(quantization="mxfp4", tensor_parallel_size=4))
-    # The loaded weights plus the rotary cache every rank builds: 131,072 x 64 x 2 B.
-    assert p.per_gpu.weights_bytes == 18_432_916_128 + 16_777_216
+    # The loaded weights plus the rotary cache every rank builds, 131,072 x 64 x 2 B, plus the
+    # routers each rank holds whole (vLLM replicates them): 36 x 2,880 x 128 x 2 B, of which a
+    # quarter was counted: 36 x (737,280 - 184,320) = 19,906,560.
+    assert p.per_gpu.weights_bytes == 18_432_916_128 + 16_777_216 + 19_906_560
 
 
 def test_llama_8b_on_80_gib_budget_and_lines() -> None:
@@ -404,23 +409,25 @@ def test_linear_attention_raises_the_block_to_hold_a_state_in_one_page() -> None
 
 def test_qwen3_next_budget_pages_and_lines_at_tp2() -> None:
     # 150 GiB x 0.9 = 144,955,146,240 B. Weights: 79,674,391,296 parameters x 2 B / 2 ranks +
-    # the rope cache 262,144 x 64 x 2 B = 33,554,432 -> 79,707,945,728. Activation (0.8-0.16
-    # era) 9.71 x 1,024 seqs x 151,936 vocab x 4 B = 6,042,822,901; non-torch with custom
-    # all-reduce 590,558,003. KV = 58,613,819,608 B. Groups: 12 full + 36 linear -> groups of
-    # 12, 1 attention + 3 linear; a block = 557,056 B x 12 = 6,684,672 B -> 8,768 blocks;
-    # tokens = 8,768 // 4 groups x 544 = 1,192,448. A 262,144-token request takes
-    # ceil(262,144 / 544) = 482 attention blocks and one per linear group: 8,768 / 485 =
-    # 18.08x. One request needs (12 x 482 + 36) x 557,056 = 3,242,065,920 B.
+    # the rope cache 262,144 x 64 x 2 B = 33,554,432 + the other half of the 48 routers every
+    # rank holds whole, 48 x 2,048 x 512 x 2 B / 2 = 50,331,648 -> 79,758,277,376 (the log:
+    # 74.2812 GiB = 79.7583e9 B). Activation (0.8-0.16 era) 9.71 x 1,024 seqs x 151,936 vocab
+    # x 4 B = 6,042,822,901; non-torch with custom all-reduce 590,558,003. KV =
+    # 58,563,487,960 B. Groups: 12 full + 36 linear -> groups of 12, 1 attention + 3 linear; a
+    # block = 557,056 B x 12 = 6,684,672 B -> 8,760 blocks; tokens = 8,760 // 4 groups x 544 =
+    # 1,191,360. A 262,144-token request takes ceil(262,144 / 544) = 482 attention blocks and
+    # one per linear group: 8,760 / 485 = 18.06x. One request needs (12 x 482 + 36) x 557,056 =
+    # 3,242,065,920 B.
     config = EngineConfig(tensor_parallel_size=2, gpu_total_bytes=150 * GIB)
     p = predict_vllm(QWEN3_NEXT_80B, H200, config)
-    assert p.per_gpu.weights_bytes == 79_707_945_728
-    assert p.per_gpu.kv_cache_bytes == 58_613_819_608
+    assert p.per_gpu.weights_bytes == 79_758_277_376
+    assert p.per_gpu.kv_cache_bytes == 58_563_487_960
     assert (p.block_size, p.per_gpu.page_bytes, p.per_gpu.block_bytes) == (544, 557_056, 6_684_672)
-    assert (p.kv_groups, p.per_gpu.num_blocks, p.blocks_per_request) == (4, 8_768, 485)
-    assert p.kv_cache_tokens == 1_192_448
-    assert p.max_concurrency == 18.08
+    assert (p.kv_groups, p.per_gpu.num_blocks, p.blocks_per_request) == (4, 8_760, 485)
+    assert p.kv_cache_tokens == 1_191_360
+    assert p.max_concurrency == 18.06
     assert p.needed_kv_bytes_per_request == 3_242_065_920
-    assert "Maximum concurrency for 262,144 tokens per request: 18.08x" in p.log_lines
+    assert "Maximum concurrency for 262,144 tokens per request: 18.06x" in p.log_lines
 
 
 def test_qwen3_next_log_arithmetic() -> None:
@@ -433,3 +440,89 @@ def test_qwen3_next_log_arithmetic() -> None:
     assert logged_blocks == 7_162
     assert logged_blocks // p.kv_groups * p.block_size == 973_760
     assert round(logged_blocks / p.blocks_per_request, 2) == 14.77
+
+
+def test_pipeline_partition_follows_the_release() -> None:
+    # vLLM's get_pp_indices: from 0.8 (PR #13839) the remainder goes one layer each to the
+    # stages before the last, from the second-to-last back; before it, all to the last stage.
+    assert pipeline_partition(61, 2, "v1-0.11") == [31, 30]
+    assert pipeline_partition(61, 2, "v0") == [30, 31]
+    assert pipeline_partition(94, 4, "v2-runner") == [23, 24, 24, 23]
+    assert pipeline_partition(5, 3, "v2-runner") == [2, 2, 1]
+    assert pipeline_partition(32, 4, "v0") == [8, 8, 8, 8]
+
+
+def test_mla_keeps_more_than_its_checkpoint_by_release() -> None:
+    # DeepSeek-V3 FP8 at TP 8: 16 heads a rank, q_lora 1,536, kv_lora 512, heads of 128, rope
+    # 64, hidden 7,168. V0 0.7.1-0.7.3 materialise W_Q_UK 1,536 x 8,192 = 12,582,912 B FP8 with
+    # 12 x 64 fp32 scales (3,072 B) and W_UV_O 8,192 x 7,168 = 58,720,256 B with 64 x 56 scales
+    # (14,336 B), W_QR 1,536 x 1,024 x 2 B = 3,145,728, and keep the dequantised kv_b_proj
+    # 512 x 4,096: 8,388,608 B in fp32 (0.7.1-0.7.2), 4,194,304 in bf16 (0.7.3, and the only
+    # extra from 0.8). Before 0.7.1 there is no MLA, so nothing.
+    def extra(layout: str) -> int:
+        config = EngineConfig(tensor_parallel_size=8, quantization="fp8", mla_weights=layout)  # type: ignore[arg-type]
+        return mla_extra_bytes(DEEPSEEK_V3, config)
+
+    assert extra("absorbed-bf16") == 78_660_608
+    assert extra("absorbed-fp32") == 82_854_912
+    assert extra("current") == 4_194_304
+    assert extra("plain") == 0
+    assert mla_weights_of("0.7.2", "v0") == "absorbed-fp32"
+    assert mla_weights_of("0.7.3", "v0") == "absorbed-bf16"
+    assert mla_weights_of("0.7.x", "v0") == "absorbed-bf16"  # the minor's last release
+    assert mla_weights_of("0.6.6", "v0") == "plain"
+    assert mla_weights_of("0.8.0", "v1-0.11") == "current"
+    assert mla_weights_of(None, "v0") == "absorbed-bf16"
+
+
+def test_deepseek_weights_per_rank_on_v0_0_7() -> None:
+    # DeepSeek-R1 FP8 at TP 8 on vLLM 0.7.3 (the 8x H200 log: 83.88 GiB). Sharded checkpoint:
+    # (671,026,404,352 - 2 x 926,679,040 + 2 x 2 x 926,679,040) / 8 = 84,109,970,304 B (16-bit
+    # embedding and head). Each rank also holds whole what vLLM replicates: q_a_proj and
+    # kv_a_proj_with_mqa, 7,168 x (1,536 + 512 + 64) = 15,138,816 B FP8 a layer, of which 1/8
+    # was counted: 61 x 13,246,464 = 808,034,304; the 58 MoE layers' routers, 7,168 x 256 x
+    # 2 B: 58 x (3,670,016 - 458,752) = 186,253,312. The absorbed copies: 61 x 78,660,608 =
+    # 4,798,297,088. The rope cache 163,840 x 64 x 2 B = 20,971,520. Total 89,923,526,528 B =
+    # 83.75 GiB (-0.16%).
+    config = EngineConfig(
+        tensor_parallel_size=8,
+        quantization="fp8",
+        version="v0",
+        mla_weights="absorbed-bf16",
+        gpu_total_bytes=int(139.81 * GIB),
+        gpu_memory_utilization=0.85,
+        max_model_len=128_000,
+        max_num_batched_tokens=32_000,
+        max_num_seqs=1024,
+    )
+    p = predict_vllm(DEEPSEEK_V3, H100, config)
+    assert p.per_gpu.weights_bytes == 89_923_526_528
+
+
+def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
+    # vLLM 0.7.2, TP 8 x PP 2 (issue #13074: 39.66 GiB on the first stage). 61 layers split
+    # [30, 31] (remainder to the last stage before 0.8). Without the embedding and head
+    # (231,669,760 B each a rank): 84,109,970,304 - 463,339,520 = 83,646,630,784 B of layers.
+    # A dense layer (the first 3): MLA projections 7,168 x 1,536 + 1,536 x 128 x 192 + 7,168 x
+    # 576 + 512 x 128 x 256 + 128 x 128 x 7,168 = 187,105,280 and its FFN 3 x 7,168 x 18,432 =
+    # 396,361,728, FP8 / 8 = 72,933,376 B; the 58 MoE layers share the rest,
+    # 83,427,830,656 B: 1,438,410,873 each and 1 B more for the first 22. Stage 0 (3 dense +
+    # 27 MoE): 218,800,128 + 27 x 1,438,410,873 + 22 = 39,055,893,721; replicated parts 30 x
+    # 13,246,464 + 27 x 3,211,264 = 484,098,048; the 0.7.2 absorbed copies (fp32 kv_b) 30 x
+    # 82,854,912 = 2,485,647,360; the embedding and, in 0.7.x DeepSeek, an LM head on every
+    # stage, 463,339,520; the rope cache 20,971,520. Stage 0 = 42,509,950,169 B = 39.59 GiB
+    # (-0.18%). Stage 1 holds 31 MoE layers and is the heavier.
+    config = EngineConfig(
+        tensor_parallel_size=8,
+        pipeline_parallel_size=2,
+        quantization="fp8",
+        version="v0",
+        mla_weights="absorbed-fp32",
+        gpu_total_bytes=int(139.72 * GIB),
+        gpu_memory_utilization=0.95,
+        max_model_len=4096,
+    )
+    p = predict_vllm(DEEPSEEK_V3, H100, config)
+    first, second = p.stage_weights_bytes
+    assert first == 42_509_950_169
+    assert second > first and p.per_gpu.weights_bytes == second
