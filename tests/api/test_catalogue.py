@@ -3,7 +3,6 @@
 from typing import Any
 
 import msgspec
-
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
