@@ -14,6 +14,28 @@ CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 GB = 10**9
 
 
+TINY_MODEL: dict[str, Any] = {
+    "total_params": 1_000_000,
+    "layers": 4,
+    "hidden_size": 64,
+    "attention_heads": 4,
+    "kv_heads": 4,
+    "max_context_tokens": 4096,
+}
+"""A small model row; a test adds the one field it gets wrong."""
+
+
+async def assert_refused(
+    client: Client, headers: dict[str, str], slug: str, field: str, **wrong: Any
+) -> None:
+    """POST /models with ``wrong`` is a 422 naming ``field`` and writes nothing."""
+    body = {"slug": slug, **TINY_MODEL, **wrong}
+    response = await client.post("/models", json=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == field
+    assert (await client.get(f"/models/{slug}")).status_code == 404  # nothing written
+
+
 def config(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
     return loaded
@@ -115,20 +137,7 @@ async def test_an_imported_gemma_3_keeps_both_rotary_caches(
 async def test_rope_rows_out_of_range_are_a_422_naming_the_field(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    body = {
-        "slug": "bad-rope",
-        "total_params": 1_000_000,
-        "layers": 2,
-        "hidden_size": 64,
-        "attention_heads": 4,
-        "kv_heads": 4,
-        "max_context_tokens": 4096,
-        "rope_cache_rows": [0],
-    }
-    response = await client.post("/models", json=body, headers=admin_headers)
-    assert response.status_code == 422, response.text
-    assert response.json()["errors"][0]["field"] == "rope_cache_rows"
-    assert (await client.get("/models/bad-rope")).status_code == 404  # nothing written
+    await assert_refused(client, admin_headers, "bad-rope", "rope_cache_rows", rope_cache_rows=[0])
 
 
 async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
@@ -178,37 +187,14 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
 async def test_linear_layers_without_their_sizes_are_a_422(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    body = {
-        "slug": "half-hybrid",
-        "total_params": 1_000_000,
-        "layers": 4,
-        "hidden_size": 64,
-        "attention_heads": 4,
-        "kv_heads": 4,
-        "max_context_tokens": 4096,
-        "layer_types": ["linear", "linear", "linear", "full"],
-    }
-    response = await client.post("/models", json=body, headers=admin_headers)
-    assert response.status_code == 422, response.text
-    assert response.json()["errors"][0]["field"] == "linear_key_heads"
-    assert (await client.get("/models/half-hybrid")).status_code == 404  # nothing written
+    linear = ["linear", "linear", "linear", "full"]
+    await assert_refused(
+        client, admin_headers, "half-hybrid", "linear_key_heads", layer_types=linear
+    )
 
 
 async def test_dense_layers_need_an_moe_model(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    body = {
-        "slug": "dense-with-dense-layers",
-        "total_params": 1_000_000,
-        "layers": 4,
-        "hidden_size": 64,
-        "attention_heads": 4,
-        "kv_heads": 4,
-        "max_context_tokens": 4096,
-        "dense_layers": 1,
-        "dense_intermediate_size": 256,
-    }
-    response = await client.post("/models", json=body, headers=admin_headers)
-    assert response.status_code == 422, response.text
-    assert response.json()["errors"][0]["field"] == "dense_layers"
-    assert (await client.get("/models/dense-with-dense-layers")).status_code == 404
+    dense = {"dense_layers": 1, "dense_intermediate_size": 256}
+    await assert_refused(client, admin_headers, "dense-with-dense-layers", "dense_layers", **dense)
