@@ -99,8 +99,10 @@ def compare(
     diffs: list[Difference] = []
 
     if log.weights_bytes is not None:
-        ratio = log.weights_bytes / g.weights_bytes if g.weights_bytes else 0.0
-        rel = _rel(log.weights_bytes, g.weights_bytes)
+        # V0 prints the driver's figure: rank 0, the first pipeline stage.
+        expected = p.stage_weights_bytes[0] if config.version == "v0" else g.weights_bytes
+        ratio = log.weights_bytes / expected if expected else 0.0
+        rel = _rel(log.weights_bytes, expected)
         if 1.8 <= ratio <= 2.2:
             sev: Severity = "problem"
             cause = (
@@ -130,7 +132,7 @@ def compare(
             Difference(
                 quantity="weights_gib_per_gpu",
                 logged=round(log.weights_bytes / GiB, 4),
-                predicted=g.weights_gib,
+                predicted=round(expected / GiB, 4),
                 relative_error=rel,
                 severity=sev,
                 likely_cause=cause,

@@ -107,3 +107,17 @@ def test_the_version_in_each_log_generation() -> None:
     for line, version in lines.items():
         parsed = parse_startup_log(line + "\nGPU KV cache size: 1,000 tokens")
         assert parsed.vllm_version == version
+
+
+def test_command_line_flags_for_pipeline_and_quantization() -> None:
+    # A pasted command line names the split and the quantization even when no config echo
+    # follows (vLLM issue #13074 pastes only its command and the V0 memory lines).
+    log = parse_startup_log(
+        "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --pipeline-parallel-size 2 -q fp8\n"
+        "INFO worker.py:267] model weights take 39.66GiB; non_torch_memory takes 2.53GiB"
+    )
+    assert (log.tensor_parallel_size, log.pipeline_parallel_size) == (8, 2)
+    assert log.quantization == "fp8"
+    # A flag inside a word is not a flag.
+    other = parse_startup_log("run-pp 4 model-q awq\nModel loading took 1.00 GiB")
+    assert (other.pipeline_parallel_size, other.quantization) == (None, None)
