@@ -573,7 +573,10 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
         dense = ceil_div((_attention_params(model) + ffn) * matrix, tp)
         moe = even_shares(body_bytes - model.dense_layers * dense, layers - model.dense_layers)
         per_layer = [dense] * model.dense_layers + moe
-    router = model.hidden_size * model.experts * sixteen if model.is_moe else 0
+    # Replicated parts: whole on the rank, less the 1/TP share body_bytes already counted (at
+    # the matrix bytes: the router is 16-bit even in an FP8 checkpoint).
+    router = model.hidden_size * model.experts if model.is_moe else 0
+    router_extra = router * sixteen - ceil_div(router * matrix, tp)
     low_rank = (
         model.hidden_size * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
         if model.kv_lora_rank
@@ -581,8 +584,8 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     ) * matrix
     mla = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
     for i in range(layers):
-        replicated = low_rank + (router if i >= model.dense_layers else 0)
-        per_layer[i] += replicated - ceil_div(replicated, tp) + mla
+        moe = i >= model.dense_layers
+        per_layer[i] += low_rank - ceil_div(low_rank, tp) + (router_extra if moe else 0) + mla
     return per_layer
 
 

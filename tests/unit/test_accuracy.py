@@ -77,7 +77,7 @@ def test_the_collected_cases_as_they_stand() -> None:
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
     #   twin with the same weights a GPU; pipeline overhead on V2 not modelled;
     # - Qwen3-0.6B on an RTX 4090, vLLM 0.30 (a blog's summary, no total logged): +5.7%;
-    # - DeepSeek-R1 on 8x H200, V0 0.7: its weights come out (83.75 against 83.88 GiB), but
+    # - DeepSeek-R1 on 8x H200, V0 0.7: its weights come out (83.76 against 83.88 GiB), but
     #   non-torch memory is 7.16 GiB at TP 8 (NCCL NVLS buffers, most likely: 2 x 2.25 GiB on
     #   8 NVSwitch GPUs, vLLM issue #9699) against 0.35 modelled for V0;
     # - Mixtral AWQ on vLLM 0.2.7: before the modelled releases;

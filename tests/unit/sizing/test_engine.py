@@ -480,10 +480,10 @@ def test_deepseek_weights_per_rank_on_v0_0_7() -> None:
     # (671,026,404,352 - 2 x 926,679,040 + 2 x 2 x 926,679,040) / 8 = 84,109,970,304 B (16-bit
     # embedding and head). Each rank also holds whole what vLLM replicates: q_a_proj and
     # kv_a_proj_with_mqa, 7,168 x (1,536 + 512 + 64) = 15,138,816 B FP8 a layer, of which 1/8
-    # was counted: 61 x 13,246,464 = 808,034,304; the 58 MoE layers' routers, 7,168 x 256 x
-    # 2 B: 58 x (3,670,016 - 458,752) = 186,253,312. The absorbed copies: 61 x 78,660,608 =
-    # 4,798,297,088. The rope cache 163,840 x 64 x 2 B = 20,971,520. Total 89,923,526,528 B =
-    # 83.75 GiB (-0.16%).
+    # was counted: 61 x 13,246,464 = 808,034,304; the 58 MoE layers' routers, 16-bit, 7,168 x
+    # 256 x 2 B, of which 1/8 was counted at FP8's byte: 58 x (3,670,016 - 229,376) =
+    # 199,557,120. The absorbed copies: 61 x 78,660,608 = 4,798,297,088. The rope cache
+    # 163,840 x 64 x 2 B = 20,971,520. Total 89,936,830,336 B = 83.76 GiB (-0.14%).
     config = EngineConfig(
         tensor_parallel_size=8,
         quantization="fp8",
@@ -496,7 +496,7 @@ def test_deepseek_weights_per_rank_on_v0_0_7() -> None:
         max_num_seqs=1024,
     )
     p = predict_vllm(DEEPSEEK_V3, H100, config)
-    assert p.per_gpu.weights_bytes == 89_923_526_528
+    assert p.per_gpu.weights_bytes == 89_936_830_336
 
 
 def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
@@ -508,10 +508,10 @@ def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
     # 396,361,728, FP8 / 8 = 72,933,376 B; the 58 MoE layers share the rest,
     # 83,427,830,656 B: 1,438,410,873 each and 1 B more for the first 22. Stage 0 (3 dense +
     # 27 MoE): 218,800,128 + 27 x 1,438,410,873 + 22 = 39,055,893,721; replicated parts 30 x
-    # 13,246,464 + 27 x 3,211,264 = 484,098,048; the 0.7.2 absorbed copies (fp32 kv_b) 30 x
+    # 13,246,464 + 27 x 3,440,640 = 490,291,200; the 0.7.2 absorbed copies (fp32 kv_b) 30 x
     # 82,854,912 = 2,485,647,360; the embedding and, in 0.7.x DeepSeek, an LM head on every
-    # stage, 463,339,520; the rope cache 20,971,520. Stage 0 = 42,509,950,169 B = 39.59 GiB
-    # (-0.18%). Stage 1 holds 31 MoE layers and is the heavier.
+    # stage, 463,339,520; the rope cache 20,971,520. Stage 0 = 42,516,143,321 B = 39.60 GiB
+    # (-0.16%). Stage 1 holds 31 MoE layers and is the heavier.
     config = EngineConfig(
         tensor_parallel_size=8,
         pipeline_parallel_size=2,
@@ -524,5 +524,5 @@ def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
     )
     p = predict_vllm(DEEPSEEK_V3, H100, config)
     first, second = p.stage_weights_bytes
-    assert first == 42_509_950_169
+    assert first == 42_516_143_321
     assert second > first and p.per_gpu.weights_bytes == second
