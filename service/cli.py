@@ -77,6 +77,8 @@ def _rows(table: type[Row], file_name: str) -> list[Row]:
     defaults = _column_defaults(table)
     data = json.loads((DATA / file_name).read_text(encoding="utf-8"))
     if table is Model:
+        # Rows later revisions ship (migration 0007: models_0007.json).
+        data += json.loads((DATA / "models_0007.json").read_text(encoding="utf-8"))
         # Later revisions' corrections of shipped rows, as the migrations apply them.
         updates = json.loads((DATA / "model_updates.json").read_text(encoding="utf-8"))
         by_slug: dict[str, dict[str, Any]] = {}

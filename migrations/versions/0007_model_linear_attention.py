@@ -6,12 +6,15 @@ which the vLLM method needs for the weights each rank and pipeline stage loads.
 Every existing row gets 0 for all nine (no linear layers, rope over the whole head, no q LoRA,
 no dense layers), except the shipped rows service/catalogue/data/model_updates.json lists for
 this revision: DeepSeek-V3 gets its q_lora_rank 1536 and its 3 leading dense layers of 18,432
-(its config.json). Layer types (a JSON list) may now hold "linear".
+(its config.json). Layer types (a JSON list) may now hold "linear". A new shipped row,
+Qwen3-Next 80B-A3B (service/catalogue/data/models_0007.json), is the first linear-attention
+hybrid in the catalogue.
 
 Revision ID: 0007
 Revises: 0006
 
 """
+import datetime
 import json
 from pathlib import Path
 from typing import Sequence, Union
@@ -35,7 +38,9 @@ COLUMNS = (
     'dense_layers',
     'dense_intermediate_size',
 )
-UPDATES = Path(__file__).resolve().parents[2] / "service" / "catalogue" / "data" / "model_updates.json"
+DATA = Path(__file__).resolve().parents[2] / "service" / "catalogue" / "data"
+UPDATES = DATA / "model_updates.json"
+NEW_ROWS = DATA / "models_0007.json"
 
 
 def upgrade() -> None:
@@ -48,9 +53,25 @@ def upgrade() -> None:
         values = update["values"]
         models = sa.table('models', sa.column('slug'), *(sa.column(k) for k in values))
         op.execute(models.update().where(models.c.slug == update["slug"]).values(**values))
+    bind = op.get_bind()
+    table = sa.Table('models', sa.MetaData(), autoload_with=bind)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    # A database that already holds a model under a shipped slug (imported by its users) keeps
+    # theirs: the upgrade must not fail on the unique slug.
+    taken = set(bind.execute(sa.select(table.c.slug)).scalars())
+    rows = [r for r in json.loads(NEW_ROWS.read_text(encoding="utf-8")) if r["slug"] not in taken]
+    for row in rows:
+        unknown = set(row) - set(table.c.keys())
+        assert not unknown, f"models_0007.json: {row['slug']}: no columns {sorted(unknown)}"
+        row.update(created_at=now, updated_at=now)
+    if rows:
+        op.bulk_insert(table, rows)
 
 
 def downgrade() -> None:
+    models = sa.table('models', sa.column('slug'))
+    slugs = [row["slug"] for row in json.loads(NEW_ROWS.read_text(encoding="utf-8"))]
+    op.execute(models.delete().where(models.c.slug.in_(slugs)))
     with op.batch_alter_table('models', schema=None) as batch_op:
         for name in reversed(COLUMNS):
             batch_op.drop_column(name)

@@ -584,8 +584,9 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     ) * matrix
     mla = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
     for i in range(layers):
-        moe = i >= model.dense_layers
-        per_layer[i] += low_rank - ceil_div(low_rank, tp) + (router_extra if moe else 0) + mla
+        has_router = i >= model.dense_layers
+        per_layer[i] += low_rank - ceil_div(low_rank, tp) + (router_extra if has_router else 0)
+        per_layer[i] += mla
     return per_layer
 
 

@@ -40,7 +40,7 @@ async def test_shipped_row_counts(session: AsyncSession) -> None:
     assert counts == {
         "gpus": 11,
         "interconnects": 11,
-        "models": 16,
+        "models": 17,  # 16 from migration 0002, Qwen3-Next from 0007
         "number_formats": len(FORMATS),
     }
 
@@ -52,7 +52,7 @@ async def test_migrated_formats_equal_the_core(session: AsyncSession) -> None:
 
 async def test_every_model_is_consistent(session: AsyncSession) -> None:
     specs = await all_model_specs(session)
-    assert len(specs) == 16
+    assert len(specs) == 17
     for spec in specs:
         validate_model(spec)
 
@@ -100,3 +100,42 @@ def test_migrations_down_to_base_and_up_again(database_url: str) -> None:
     migrate(database_url)
     assert tables() >= TABLES
     assert head_revision() is not None
+
+
+def test_0007_keeps_a_model_its_users_already_hold_under_the_new_slug(database_url: str) -> None:
+    # A database where someone imported Qwen3-Next before 0007 shipped it: the upgrade keeps
+    # their row instead of failing on the unique slug; the shipped one arrives where the slug
+    # is free (the same upgrade once their row is gone).
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    slug = "qwen3-next-80b-a3b"
+    engine = create_sync_engine(sync_url(database_url))
+    try:
+        downgrade(database_url, "0006")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO models (slug, name, aliases, notes, sources, total_params, "
+                    "active_params, active_params_incl_embedding, layers, hidden_size, "
+                    "intermediate_size, attention_heads, kv_heads, head_dim, vocab_size, "
+                    "max_context_tokens, experts, experts_per_token, kv_lora_rank, "
+                    "qk_rope_head_dim, sliding_window_tokens, layer_types, created_at, "
+                    "updated_at) VALUES (:slug, 'mine', '[]', '', '[]', 1000000, 1000000, 0, 4, "
+                    "64, 256, 4, 4, 0, 0, 4096, 0, 0, 0, 0, 0, '[]', CURRENT_TIMESTAMP, "
+                    "CURRENT_TIMESTAMP)"
+                ),
+                {"slug": slug},
+            )
+        migrate(database_url)
+        with engine.begin() as conn:
+            names = conn.execute(text("SELECT name FROM models WHERE slug = :s"), {"s": slug})
+            assert list(names.scalars()) == ["mine"]
+            conn.execute(text("DELETE FROM models WHERE slug = :s"), {"s": slug})
+        downgrade(database_url, "0006")
+        migrate(database_url)
+        with engine.begin() as conn:
+            names = conn.execute(text("SELECT name FROM models WHERE slug = :s"), {"s": slug})
+            assert list(names.scalars()) == ["Qwen3-Next 80B-A3B"]
+    finally:
+        engine.dispose()
