@@ -562,8 +562,10 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
       MLA's q_a_proj and kv_a_proj_with_mqa (0.93 GiB a rank for DeepSeek-V3 at TP 8);
     * MLA keeps more after loading (``mla_weights``, ``mla_extra_bytes``).
 
-    Checked on DeepSeek: vLLM 0.6.6 TP 8 x PP 4 stage 0 16.9583 GiB (DeepSeek-V3 issue #205),
-    0.7.3 TP 8 83.88 GiB (8x H200), 0.7.2 TP 8 x PP 2 stage 0 39.66 GiB (vLLM issue #13074)."""
+    Checked on DeepSeek-V3/R1 FP8 logs (the FP8 block scales, ~0.03%, are not counted):
+    vLLM 0.6.6 TP 8 x PP 4, stage 0: 16.9538 against 16.9583 GiB (DeepSeek-V3 issue #205);
+    0.7.3 TP 8: 83.76 against 83.88 (8x H200); 0.7.2 TP 8 x PP 2, stage 0: 39.60 against 39.66
+    (vLLM issue #13074)."""
     tp, layers = config.tensor_parallel_size, model.layers
     sixteen = 4 if config.dtype == "float32" else 2
     matrix = 1 if config.quantization == "fp8" else sixteen

@@ -526,3 +526,33 @@ def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
     first, second = p.stage_weights_bytes
     assert first == 42_516_143_321
     assert second > first and p.per_gpu.weights_bytes == second
+
+
+def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
+    # vLLM 0.6.6 (no MLA yet), TP 8 x PP 4 on RTX 4090s (DeepSeek-V3 issue #205: the driver,
+    # stage 0, "Loading model weights took 16.9583 GB"). 61 layers over 4 stages before 0.8:
+    # [15, 15, 15, 16]. Stage 0: 3 dense layers of 72,933,376 B and 12 MoE layers of
+    # 1,438,410,874 B (the first 22 of the 58 MoE layers carry the extra byte; see the PP 2
+    # test) = 17,479,730,616; replicated q_a/kv_a projections 15 x 13,246,464 = 198,696,960
+    # and routers 12 x 3,440,640 = 41,287,680; no MLA copies before 0.7.1; the embedding and
+    # the LM head every stage built, 463,339,520; the rope cache 20,971,520. 18,204,026,296 B =
+    # 16.9538 GiB (-0.03%: the checkpoint's FP8 block scales are not counted). Stage 1: 15
+    # MoE layers (10 with the extra byte) 21,576,163,105 + 15 x (13,246,464 + 3,440,640) +
+    # the head 231,669,760 + 20,971,520 = 22,079,110,945; stage 2 the same less those 10
+    # bytes; stage 3: 16 MoE layers
+    # 23,014,573,968 + 16 x 16,687,104 + 231,669,760 + 20,971,520 = 23,534,208,912 (the
+    # heaviest: the old split gave the last stage the remainder).
+    config = EngineConfig(
+        tensor_parallel_size=8,
+        pipeline_parallel_size=4,
+        quantization="fp8",
+        version="v0",
+        mla_weights="plain",
+        mla_latent_cache=False,
+        gpu_total_bytes=int(23.99 * GIB),
+        max_model_len=128,
+        enforce_eager=True,
+    )
+    p = predict_vllm(DEEPSEEK_V3, H100, config)
+    assert p.stage_weights_bytes[0] == 18_204_026_296
+    assert p.stage_weights_bytes[1:] == [22_079_110_945, 22_079_110_935, 23_534_208_912]
