@@ -23,7 +23,7 @@ from service.sizing.engine import (
     predict_vllm,
     quantization_of,
 )
-from service.sizing.errors import SizingError
+from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
 
@@ -153,6 +153,12 @@ def _source(case: dict[str, Any]) -> str:
 
 def config_of(case: dict[str, Any]) -> EngineConfig:
     c = case["config"]
+    version = era_of_version(case["vllm_version"])  # an unmodelled release is the first reason
+    require(
+        c.get("weight_format") != "int4",
+        "weight_format",
+        "int4 weights (AWQ, GPTQ, W4A16) are not modelled by the vLLM method",
+    )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
@@ -167,9 +173,9 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
         compile_cache="warm" if c.get("compile_cache") == "warm" else "cold",
-        version=era_of_version(case["vllm_version"]),
+        version=version,
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
-        mla_weights=mla_weights_of(case["vllm_version"], era_of_version(case["vllm_version"])),
+        mla_weights=mla_weights_of(case["vllm_version"], version),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
 

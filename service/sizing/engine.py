@@ -246,12 +246,27 @@ def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
     return "absorbed-bf16" if release >= (0, 7, 3) else "absorbed-fp32"
 
 
-def quantization_of(method: str) -> Quantization:
+FOUR_BIT_METHODS = frozenset(
+    {"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "bitsandbytes", "gguf"}
+)
+"""vLLM quantization methods whose weights are 4-bit (or smaller) with group scales: their
+loaded layout (Marlin repacking, which layers a checkpoint leaves in 16-bit) is not modelled."""
+
+
+def quantization_of(method: str, field: str = "quantization") -> Quantization:
     """vLLM's quantization= method as the weights it loads: MXFP4 experts, FP8 linear layers
-    (fp8, compressed-tensors, modelopt checkpoints) or 16-bit."""
+    (fp8, compressed-tensors, modelopt checkpoints: compressed-tensors is taken as its common
+    8-bit schemes, W8A8 FP8 or INT8) or 16-bit. 4-bit methods are refused (a SizingError
+    naming ``field``) rather than sized as something they are not."""
     method = method.lower()
     if method == "mxfp4":
         return "mxfp4"
+    require(
+        method not in FOUR_BIT_METHODS,
+        field,
+        f"{method} loads 4-bit weights, which the vLLM method does not model (it models 16-bit, "
+        "FP8 and MXFP4 weights); use the seeds' method with an int4 weight format",
+    )
     return "fp8" if method in ("fp8", "compressed-tensors", "modelopt") else "none"
 
 

@@ -50,7 +50,7 @@ def config_from_log(
 ) -> EngineConfig:
     """The configuration the log echoes, over ``base`` (the request's own flags)."""
     quant = quantization or (
-        quantization_of(log.quantization) if log.quantization else base.quantization
+        quantization_of(log.quantization, "log") if log.quantization else base.quantization
     )
     kv = kv_cache_dtype_of(log.kv_cache_dtype) if log.kv_cache_dtype else base.kv_cache_dtype
     # A release before the modelled ones is the pasted log's fault: the error names it.

@@ -209,3 +209,15 @@ async def test_verify_a_v0_pipeline_log_checks_the_first_stage(client: Client) -
         39.4791,
         "info",
     )
+
+
+async def test_a_four_bit_log_is_a_422_on_the_log(client: Client) -> None:
+    log = (
+        "Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-14B-AWQ', "
+        "tensor_parallel_size=1, quantization=awq_marlin, kv_cache_dtype=auto\n"
+        "Model loading took 9.37 GiB"
+    )
+    body = {"log": log, "model": "qwen3-8b", "gpu": "h100", "concurrency": 1}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "log"

@@ -168,7 +168,7 @@ def test_log_vocabulary_maps_onto_the_engine_config() -> None:
     # compressed-tensors and modelopt checkpoints load FP8 linear layers; unknown methods 16-bit.
     assert quantization_of("compressed-tensors") == quantization_of("modelopt") == "fp8"
     assert quantization_of("MXFP4") == "mxfp4"
-    assert quantization_of("awq") == "none"
+    assert quantization_of("bf16") == "none"  # anything else: 16-bit (4-bit methods: below)
     assert kv_cache_dtype_of("fp8_e5m2") == "fp8"
     assert kv_cache_dtype_of("auto") == "auto"
 
@@ -556,3 +556,12 @@ def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
     p = predict_vllm(DEEPSEEK_V3, H100, config)
     assert p.stage_weights_bytes[0] == 18_204_026_296
     assert p.stage_weights_bytes[1:] == [22_079_110_945, 22_079_110_935, 23_534_208_912]
+
+
+def test_four_bit_methods_are_refused_not_sized_as_16_bit() -> None:
+    # AWQ / GPTQ (Marlin) weights are 4-bit with group scales; sizing them as 16-bit (or FP8)
+    # would be off by 2-4x, so the vLLM method says it does not model them.
+    with pytest.raises(SizingError) as err:
+        quantization_of("awq_marlin", "log")
+    assert err.value.field == "log" and "4-bit" in err.value.message
+    assert quantization_of("compressed-tensors") == "fp8"  # its common W8A8 schemes
