@@ -52,8 +52,9 @@ FIT_CASES = frozenset(
         # "Estimated CUDA graph memory" lines whose median is the 0.21+ estimate
         "llmdplanner-h100-llama-3.1-8b-v0.19-online-fp8",
         "tokenkaki-a100-40gb-qwen3-8b-v0.19.1",
-        # the A100 40GB and MI300X totals torch reports
+        # the A100 40GB, MI300X and L40S totals torch reports
         "vllm-2363-a100-40gb-mixtral-8x7b-tp1-fails",
+        "vllm-15196-l40s-deepseek-coder-v2-lite-cpu-offload30-util0.45-100k",
         "unknownrepo-mi300x-llama-3.1-8b-129k-v0.28-autokv",
         # Model Runner V2's activation on a first start
         "unknownrepo-a100-llama-3.1-8b-v0.31.0",
@@ -158,6 +159,11 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         c.get("weight_format") != "int4",
         "weight_format",
         "int4 weights (AWQ, GPTQ, W4A16) are not modelled by the vLLM method",
+    )
+    require(
+        not c.get("cpu_offload_gb"),
+        "cpu_offload_gb",
+        "weights offloaded to the CPU (--cpu-offload-gb) are not modelled by the vLLM method",
     )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(

@@ -71,8 +71,10 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
 
 
 def test_the_collected_cases_as_they_stand() -> None:
-    # 80 cases (19 set a fitted constant). KV tokens within 5%: 56 of 62 (90.3%; held-out 40
-    # of 45), the issue's 90%. The misses, each with its cause:
+    # 93 cases (19 set a fitted constant; the L40S total comes from a case the method cannot
+    # predict, its weights offloaded to the CPU). KV tokens within 5%: 62 of 74 (83.8%;
+    # held-out 46 of 51), short of the issue's 90%: 7 of the misses are runs the vLLM method
+    # does not model (62 of the 67 it models, 92.5%). The misses, each with its cause:
     # - dennislee A100 40GB x2 over Ray (two nodes): +5.5%, ~1.2 GiB unexplained non-torch;
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
     #   twin with the same weights a GPU; pipeline overhead on V2 not modelled;
@@ -80,28 +82,40 @@ def test_the_collected_cases_as_they_stand() -> None:
     # - DeepSeek-R1 on 8x H200, V0 0.7: its weights come out (83.76 against 83.88 GiB), but
     #   non-torch memory is 7.16 GiB at TP 8 (NCCL NVLS buffers, most likely: 2 x 2.25 GiB on
     #   8 NVSwitch GPUs, vLLM issue #9699) against 0.35 modelled for V0;
-    # - Mixtral AWQ on vLLM 0.2.7: before the modelled releases;
     # - DeepSeek-V2-Lite pre-MLA: the layout is right (its page check passes) but the log's
-    #   non-torch memory is 5.21 GiB on one GPU (another process, most likely).
-    # Weights within 1%: 64 of 64. Failures: 13 of 15;
-    # the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die warming up the sampler
+    #   non-torch memory is 5.21 GiB on one GPU (another process, most likely);
+    # - not modelled: Mixtral AWQ on vLLM 0.2.7 (before the modelled releases); four AWQ runs
+    #   on an RTX 5090 and a W4A16 Qwen3-Next on L40S (4-bit weights); DeepSeek-Coder-V2-Lite
+    #   with --cpu-offload-gb 30.
+    # Weights within 1%: 69 of 72 (the W4A16 and CPU-offload runs, and DeepSeek-R1-Distill-
+    # Qwen-14B at TP 2 on V0 0.7.2, -1.2%, whose config is a reconstruction). Failures: 14 of
+    # 16; the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die warming up the sampler
     # after the KV cache is allocated, which the budget cannot see (allocator fragmentation).
     rep = report()
     measured = [r for r in rep.cases if r.inconsistent is None]
-    assert len(rep.cases) == 80 and sum(r.role == "fit" for r in rep.cases) == 19
-    assert (rep.tokens_within, rep.tokens_cases) == (56, 62)
-    assert (rep.weights_within, rep.weights_cases) == (64, 64)
-    assert (rep.failures_ok, rep.failure_cases) == (13, 15)
+    assert len(rep.cases) == 93 and sum(r.role == "fit" for r in rep.cases) == 19
+    assert (rep.tokens_within, rep.tokens_cases) == (62, 74)
+    assert (rep.weights_within, rep.weights_cases) == (69, 72)
+    assert (rep.failures_ok, rep.failure_cases) == (14, 16)
     assert rep.false_failures == 0 and not rep.meets_bar
     token_misses = {
         r.case for r in measured if r.tokens_error is not None and abs(r.tokens_error) > 0.05
     }
-    assert token_misses == {
+    not_modelled = {r.case for r in rep.cases if r.unsupported}
+    assert not_modelled == {
+        "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
+        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-16k",
+        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-32k",
+        "unknownrepo-rtx5090-qwen3-32b-awq-util0.7-8k-table",
+        "unknownrepo-rtx5090-qwen3-32b-awq-util0.85-8k-table",
+        "unknownrepo-l40s-qwen3-next-80b-a3b-w4a16-tp2-fp8kv-v0.13.0",
+        "vllm-15196-l40s-deepseek-coder-v2-lite-cpu-offload30-util0.45-100k",
+    }
+    assert token_misses - not_modelled == {
         "dennislee-a100-40gb-x2-qwen2-7b-tp2-util0.5",
         "kubesimplify-rtxpro6000-qwen3-32b-pp2-util0.426",
         "vllmlearning-rtx4090-qwen3-0.6b-v0.30.0",
         "unknownrepo-h200x8-deepseek-r1-tp8-v0.7-128k",
-        "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
         "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
     }
     assert {r.case for r in measured if r.logged_failed and not r.failure_ok} == {
@@ -116,8 +130,8 @@ def test_the_collected_cases_as_they_stand() -> None:
 
 
 def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
-    # The cases no constant was fitted on: 40 of 45 within 5% (88.9%; Qwen3-Next joined them).
-    # A new miss among them (or one fewer) changes this number, on purpose.
+    # The cases no constant was fitted on: 46 of 51 within 5% (90.2%). A new miss among them
+    # (or one fewer) changes this number, on purpose.
     rep = report()
     held_out = [
         r
@@ -125,4 +139,4 @@ def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
         if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
     ]
     within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
-    assert (within, len(held_out)) == (40, 45)
+    assert (within, len(held_out)) == (46, 51)
