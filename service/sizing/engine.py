@@ -51,7 +51,7 @@ v2-runner: 0.23 and later, where dense full-attention text models run on Model R
 models (MoE, MLA, sliding-window) keep the original runner and its 0.21 accounting (the 0.27.1
 logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``)."""
 
-Quantization = Literal["none", "fp8", "mxfp4"]
+Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq"]
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 CompileCache = Literal["cold", "warm"]
@@ -164,7 +164,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     kv_cache_dtype: KvCacheDtype = "auto"
     quantization: Quantization = "none"
     """none: 16-bit weights; fp8: FP8 linear layers (embedding and LM head stay 16-bit);
-    mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit."""
+    mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit; awq, gptq: 4-bit linear layers in
+    groups of 128 as Marlin holds them (``INT4_BYTES``)."""
     mxfp4_backend: Mxfp4Backend = "auto"
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
@@ -249,11 +250,19 @@ def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
     return "absorbed-bf16" if release >= (0, 7, 3) else "absorbed-fp32"
 
 
-FOUR_BIT_METHODS = frozenset(
-    {"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "bitsandbytes", "gguf"}
-)
-"""vLLM quantization methods whose weights are 4-bit (or smaller) with group scales: their
-loaded layout (Marlin repacking, which layers a checkpoint leaves in 16-bit) is not modelled."""
+FOUR_BIT_METHODS = frozenset({"gptq_marlin_24", "bitsandbytes", "gguf"})
+"""vLLM quantization methods with 4-bit (or smaller) weights whose loaded layout is not
+modelled (2:4 sparse Marlin, bitsandbytes NF4, GGUF's many block formats)."""
+INT4_BYTES: dict[str, tuple[int, int]] = {"gptq": (66, 128), "awq": (133, 256)}
+"""Bytes per quantised weight as vLLM's Marlin kernels hold an AWQ / GPTQ 4-bit checkpoint
+(``awq_marlin.py``, ``gptq_marlin.py``, ``utils/marlin_utils.py``), groups of 128: the packed
+weight (0.5 B) and an fp16 scale per group (2 / 128 B); GPTQ's symmetric zero points are
+dropped after repacking, AWQ keeps a 4-bit zero point per group (0.5 / 128 B): 0.515625 and
+0.51953125 B. Embeddings, the LM head, norms and routers stay 16-bit. Checked: Qwen2.5-7B
+GPTQ-Int4 on vLLM 0.8.5 logs 5.1811 GiB against 5.1722 (a blog run whose BF16 and FP8 loads
+match to 0.0001 GiB). Not modelled: Machete on Hopper in newer releases keeps AWQ's zero points
+as a 16-bit tensor (0.53125 B), and recent Qwen2.5-7B-AWQ logs print about 0.09 GiB more than
+this layout (5.29 against 5.20 GiB), likely allocator rounding."""
 
 
 def quantization_of(method: str, field: str = "quantization") -> Quantization:
@@ -264,11 +273,15 @@ def quantization_of(method: str, field: str = "quantization") -> Quantization:
     method = method.lower()
     if method == "mxfp4":
         return "mxfp4"
+    if method in ("awq", "awq_marlin"):
+        return "awq"
+    if method in ("gptq", "gptq_marlin"):
+        return "gptq"
     require(
         method not in FOUR_BIT_METHODS,
         field,
-        f"{method} loads 4-bit weights, which the vLLM method does not model (it models 16-bit, "
-        "FP8 and MXFP4 weights); use the seeds' method with an int4 weight format",
+        f"{method} loads 4-bit weights in a layout the vLLM method does not model (it models "
+        "16-bit, FP8, MXFP4, AWQ and GPTQ weights); use the seeds' method with an int4 format",
     )
     return "fp8" if method in ("fp8", "compressed-tensors", "modelopt") else "none"
 
@@ -527,6 +540,10 @@ def loaded_weight_bytes(
     if quantization == "fp8":
         sixteen = 2 * _embedding_params(model)  # embedding + untied LM head stay 16-bit
         return ceil_div((model.total_params - sixteen) + sixteen * 2, tp)
+    if quantization in INT4_BYTES:
+        num, den = INT4_BYTES[quantization]
+        sixteen = 2 * _embedding_params(model)
+        return ceil_div((model.total_params - sixteen) * num + sixteen * 2 * den, den * tp)
     require(
         model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model"
     )
@@ -586,22 +603,26 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     (vLLM issue #13074)."""
     tp, layers = config.tensor_parallel_size, model.layers
     sixteen = 4 if config.dtype == "float32" else 2
-    matrix = 1 if config.quantization == "fp8" else sixteen
+    # Bytes of a weight-matrix parameter (a fraction for 4-bit layouts).
+    num, den = INT4_BYTES.get(
+        config.quantization, (1 if config.quantization == "fp8" else sixteen, 1)
+    )
     per_layer = even_shares(body_bytes, layers)
     if model.dense_layers:
         ffn = 3 * model.hidden_size * model.dense_intermediate_size
-        dense = ceil_div((_attention_params(model) + ffn) * matrix, tp)
+        dense = ceil_div((_attention_params(model) + ffn) * num, den * tp)
         moe = even_shares(body_bytes - model.dense_layers * dense, layers - model.dense_layers)
         per_layer = [dense] * model.dense_layers + moe
     # Replicated parts: whole on the rank, less the 1/TP share body_bytes already counted (at
-    # the matrix bytes: the router is 16-bit even in an FP8 checkpoint).
+    # the matrix bytes: the router is 16-bit even in a quantised checkpoint).
     router = model.hidden_size * model.experts if model.is_moe else 0
-    router_extra = router * sixteen - ceil_div(router * matrix, tp)
-    low_rank = (
+    router_extra = router * sixteen - ceil_div(router * num, den * tp)
+    low_rank_params = (
         model.hidden_size * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
         if model.kv_lora_rank
         else 0
-    ) * matrix
+    )
+    low_rank = ceil_div(low_rank_params * num, den)
     mla = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
     for i in range(layers):
         has_router = i >= model.dense_layers

@@ -32,6 +32,8 @@ QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "fp16": "none",
     "fp8": "fp8",
     "mxfp4": "mxfp4",
+    "awq-int4": "awq",
+    "gptq-int4": "gptq",
 }
 
 
@@ -47,7 +49,8 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     kv_cache_dtype: KvCacheDtype | None = None
     """Default: fp8 when the request's kv_format is fp8, else auto (the model's 16-bit)."""
     quantization: Quantization | None = None
-    """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4)."""
+    """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4, awq-int4 awq,
+    gptq-int4 gptq)."""
     engine_version: EngineEra | None = None
     """How the release accounts memory; default: the era of vllm_version, else the current
     releases' (v2-runner, 0.23 and later)."""
@@ -105,7 +108,8 @@ def engine_config(
         if weights.slug not in QUANTIZATION_OF_FORMAT:
             raise SizingError(
                 "weight_format",
-                f"the vLLM method loads bf16, fp16, fp8 or mxfp4 weights, not {weights.slug}",
+                "the vLLM method loads bf16, fp16, fp8, mxfp4, awq-int4 or gptq-int4 weights, "
+                f"not {weights.slug}",
             )
         quant = QUANTIZATION_OF_FORMAT[weights.slug]
     kv_dtype = options.kv_cache_dtype or ("fp8" if kv.slug == "fp8" else "auto")

@@ -211,13 +211,32 @@ async def test_verify_a_v0_pipeline_log_checks_the_first_stage(client: Client) -
     )
 
 
-async def test_a_four_bit_log_is_a_422_on_the_log(client: Client) -> None:
+async def test_a_log_in_an_unmodelled_four_bit_layout_is_a_422_on_the_log(client: Client) -> None:
     log = (
         "Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-14B-AWQ', "
-        "tensor_parallel_size=1, quantization=awq_marlin, kv_cache_dtype=auto\n"
+        "tensor_parallel_size=1, quantization=bitsandbytes, kv_cache_dtype=auto\n"
         "Model loading took 9.37 GiB"
     )
     body = {"log": log, "model": "qwen3-8b", "gpu": "h100", "concurrency": 1}
     r = await client.post("/verify", json=body)
     assert r.status_code == 422, r.text
     assert r.json()["errors"][0]["field"] == "log"
+
+
+async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
+    # Qwen2.5-7B in GPTQ-Int4 (weight_format gptq-int4 -> quantization gptq): 6,525,621,760
+    # 4-bit parameters x 66/128 B + the 16-bit embedding and head 2,179,989,504 B + the rope
+    # cache 8,388,608 B = 5,553,151,832 B (tests/unit/sizing/test_engine.py). NF4 is refused.
+    body = {
+        "model": "qwen2.5-7b",
+        "gpu": "h100",
+        "method": "vllm",
+        "concurrency": 1,
+        "weight_format": "gptq-int4",
+    }
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_553_151_832
+    r = await client.post("/plan", json={**body, "weight_format": "nf4"})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "weight_format"

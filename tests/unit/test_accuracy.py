@@ -73,8 +73,7 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
 def test_the_collected_cases_as_they_stand() -> None:
     # 93 cases (19 set a fitted constant; the L40S total comes from a case the method cannot
     # predict, its weights offloaded to the CPU). KV tokens within 5%: 62 of 74 (83.8%;
-    # held-out 46 of 51), short of the issue's 90%: 7 of the misses are runs the vLLM method
-    # does not model (62 of the 67 it models, 92.5%). The misses, each with its cause:
+    # held-out 46 of 55), short of the issue's 90%. The misses, each with its cause:
     # - dennislee A100 40GB x2 over Ray (two nodes): +5.5%, ~1.2 GiB unexplained non-torch;
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
     #   twin with the same weights a GPU; pipeline overhead on V2 not modelled;
@@ -84,9 +83,12 @@ def test_the_collected_cases_as_they_stand() -> None:
     #   8 NVSwitch GPUs, vLLM issue #9699) against 0.35 modelled for V0;
     # - DeepSeek-V2-Lite pre-MLA: the layout is right (its page check passes) but the log's
     #   non-torch memory is 5.21 GiB on one GPU (another process, most likely);
-    # - not modelled: Mixtral AWQ on vLLM 0.2.7 (before the modelled releases); four AWQ runs
-    #   on an RTX 5090 and a W4A16 Qwen3-Next on L40S (4-bit weights); DeepSeek-Coder-V2-Lite
-    #   with --cpu-offload-gb 30.
+    # - four AWQ runs on an RTX 5090 (-20% to +38%): no release printed (the era defaults),
+    #   0.5 GiB of the GPU held by other processes, two of them an author's table whose two
+    #   utilisations disagree in sign; their page arithmetic checks out;
+    # - not modelled: Mixtral AWQ on vLLM 0.2.7 (before the modelled releases); a W4A16
+    #   Qwen3-Next on L40S (compressed-tensors 4-bit: which layers stay 16-bit is not in the
+    #   log); DeepSeek-Coder-V2-Lite with --cpu-offload-gb 30.
     # Weights within 1%: 69 of 72 (the W4A16 and CPU-offload runs, and DeepSeek-R1-Distill-
     # Qwen-14B at TP 2 on V0 0.7.2, -1.2%, whose config is a reconstruction). Failures: 14 of
     # 16; the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die warming up the sampler
@@ -104,10 +106,6 @@ def test_the_collected_cases_as_they_stand() -> None:
     not_modelled = {r.case for r in rep.cases if r.unsupported}
     assert not_modelled == {
         "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
-        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-16k",
-        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-32k",
-        "unknownrepo-rtx5090-qwen3-32b-awq-util0.7-8k-table",
-        "unknownrepo-rtx5090-qwen3-32b-awq-util0.85-8k-table",
         "unknownrepo-l40s-qwen3-next-80b-a3b-w4a16-tp2-fp8kv-v0.13.0",
         "vllm-15196-l40s-deepseek-coder-v2-lite-cpu-offload30-util0.45-100k",
     }
@@ -117,6 +115,10 @@ def test_the_collected_cases_as_they_stand() -> None:
         "vllmlearning-rtx4090-qwen3-0.6b-v0.30.0",
         "unknownrepo-h200x8-deepseek-r1-tp8-v0.7-128k",
         "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
+        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-16k",
+        "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-32k",
+        "unknownrepo-rtx5090-qwen3-32b-awq-util0.7-8k-table",
+        "unknownrepo-rtx5090-qwen3-32b-awq-util0.85-8k-table",
     }
     assert {r.case for r in measured if r.logged_failed and not r.failure_ok} == {
         "llmdplanner-h100-gpt-oss-20b-tp1-v0.19-sampler-oom-fails",
@@ -130,7 +132,7 @@ def test_the_collected_cases_as_they_stand() -> None:
 
 
 def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
-    # The cases no constant was fitted on: 46 of 51 within 5% (90.2%). A new miss among them
+    # The cases no constant was fitted on: 46 of 55 within 5% (83.6%). A new miss among them
     # (or one fewer) changes this number, on purpose.
     rep = report()
     held_out = [
@@ -139,4 +141,4 @@ def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
         if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
     ]
     within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
-    assert (within, len(held_out)) == (46, 51)
+    assert (within, len(held_out)) == (46, 55)

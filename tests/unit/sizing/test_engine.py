@@ -34,6 +34,7 @@ from tests.unit.sizing.specs import (
     LLAMA_8B,
     LLAMA_70B,
     QWEN3_NEXT_80B,
+    QWEN25_7B,
 )
 
 GIB = 2**30
@@ -558,10 +559,25 @@ def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
     assert p.stage_weights_bytes[1:] == [22_079_110_945, 22_079_110_935, 23_534_208_912]
 
 
-def test_four_bit_methods_are_refused_not_sized_as_16_bit() -> None:
-    # AWQ / GPTQ (Marlin) weights are 4-bit with group scales; sizing them as 16-bit (or FP8)
-    # would be off by 2-4x, so the vLLM method says it does not model them.
+def test_four_bit_layouts_not_modelled_are_refused_not_sized_as_16_bit() -> None:
+    # bitsandbytes NF4 or GGUF sized as 16-bit would be off by 3-4x: the vLLM method says it
+    # does not model them. AWQ and GPTQ it does (Marlin's layout).
     with pytest.raises(SizingError) as err:
-        quantization_of("awq_marlin", "log")
+        quantization_of("bitsandbytes", "log")
     assert err.value.field == "log" and "4-bit" in err.value.message
+    assert quantization_of("awq_marlin") == quantization_of("AWQ") == "awq"
+    assert quantization_of("gptq_marlin") == quantization_of("gptq") == "gptq"
     assert quantization_of("compressed-tensors") == "fp8"  # its common W8A8 schemes
+
+
+def test_awq_and_gptq_weights_as_marlin_holds_them() -> None:
+    # Qwen2.5-7B: 7,615,616,512 parameters, of which the embedding and the untied head,
+    # 2 x 152,064 x 3,584 = 1,089,994,752, stay 16-bit (2,179,989,504 B) and the other
+    # 6,525,621,760 are 4-bit in groups of 128: GPTQ 0.5 + 2/128 = 66/128 B each
+    # (3,364,773,720 B), AWQ 0.5 + 2.5/128 = 133/256 B each (3,390,264,430 B).
+    assert loaded_weight_bytes(QWEN25_7B, "gptq", 1) == 3_364_773_720 + 2_179_989_504
+    assert loaded_weight_bytes(QWEN25_7B, "awq", 1) == 3_390_264_430 + 2_179_989_504
+    # With the rope cache (32,768 x 128 x 2 B = 8,388,608): GPTQ 5,553,151,832 B = 5.1718 GiB,
+    # against the 5.1811 GiB a vLLM 0.8.5 log of Qwen2.5-7B-GPTQ-Int4 prints (-0.18%).
+    p = predict_vllm(QWEN25_7B, H100, EngineConfig(quantization="gptq", max_model_len=8192))
+    assert p.per_gpu.weights_bytes == 5_553_151_832
