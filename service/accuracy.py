@@ -165,6 +165,11 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         "cpu_offload_gb",
         "weights offloaded to the CPU (--cpu-offload-gb) are not modelled by the vLLM method",
     )
+    require(
+        c.get("device", "cuda") == "cuda",
+        "device",
+        f"vLLM's {c.get('device')} platform is not modelled (CUDA and ROCm GPUs are)",
+    )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
@@ -179,6 +184,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
         compile_cache="warm" if c.get("compile_cache") == "warm" else "cold",
+        usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
         version=version,
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
         mla_weights=mla_weights_of(case["vllm_version"], version),
