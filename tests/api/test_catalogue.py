@@ -6,6 +6,8 @@ import msgspec
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
+from service.cli import local_catalogue
+from service.sizing.models import ModelSpec
 from tests.conftest import new_key
 
 Client = AsyncTestClient[Litestar]
@@ -212,9 +214,6 @@ async def test_unknown_route_and_method_are_problems(client: Client) -> None:
 async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
     # The CLI and the accuracy report plan on the shipped rows without a database; they apply
     # the same later corrections as the migrations, so every shipped model is the same spec.
-    from service.cli import local_catalogue
-    from service.sizing.models import ModelSpec
-
     local = local_catalogue()
     page = (await client.get("/models", params={"limit": 100})).json()
     assert len(page["items"]) == 17  # 16 from 0002, Qwen3-Next from 0007
