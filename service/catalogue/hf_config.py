@@ -397,6 +397,19 @@ def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
     return (rows,)
 
 
+def _linear_fields(la: LinearAttention | None) -> dict[str, int]:
+    """The spec's linear-attention sizes (all 0 without linear layers)."""
+    if la is None:
+        return {}
+    return {
+        "linear_key_heads": la.key_heads,
+        "linear_value_heads": la.value_heads,
+        "linear_key_head_dim": la.key_head_dim,
+        "linear_value_head_dim": la.value_head_dim,
+        "linear_conv_kernel": la.conv_kernel,
+    }
+
+
 def _rotary_dim(c: _Config, head_dim: int) -> int:
     """partial_rotary_factor x head_dim (top level or in rope_parameters); 0: the whole head."""
     factor = c.raw.get("partial_rotary_factor")
@@ -552,11 +565,7 @@ def import_config(
         else 0,
         sliding_window_tokens=window,
         layer_types=kinds,
-        linear_key_heads=arch.linear_attention.key_heads if arch.linear_attention else 0,
-        linear_value_heads=arch.linear_attention.value_heads if arch.linear_attention else 0,
-        linear_key_head_dim=arch.linear_attention.key_head_dim if arch.linear_attention else 0,
-        linear_value_head_dim=arch.linear_attention.value_head_dim if arch.linear_attention else 0,
-        linear_conv_kernel=arch.linear_attention.conv_kernel if arch.linear_attention else 0,
+        **_linear_fields(arch.linear_attention),
         rotary_dim=_rotary_dim(c, arch.attention.head_dim),
         rope_cache_rows=_rope_cache_rows(c, str(model_type)),
         checkpoint_format=weight_format.slug if scheme.method != "none" else "",

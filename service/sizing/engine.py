@@ -441,6 +441,12 @@ def rope_cache_bytes(model: ModelSpec, value_bytes: int = 2) -> int:
     return sum(rows) * rotary * value_bytes
 
 
+def model_dtype_bytes(config: EngineConfig) -> int:
+    """Bytes of a value in the model's own dtype (the 16-bit checkpoint's, or --dtype float32):
+    what the rope caches, routers and linear-attention states are held in."""
+    return 4 if config.dtype == "float32" else 2
+
+
 def _embedding_params(model: ModelSpec) -> int:
     return model.vocab_size * model.hidden_size
 
@@ -602,7 +608,7 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     0.7.3 TP 8: 83.76 against 83.88 (8x H200); 0.7.2 TP 8 x PP 2, stage 0: 39.60 against 39.66
     (vLLM issue #13074)."""
     tp, layers = config.tensor_parallel_size, model.layers
-    sixteen = 4 if config.dtype == "float32" else 2
+    sixteen = model_dtype_bytes(config)
     # Bytes of a weight-matrix parameter (a fraction for 4-bit layouts).
     num, den = INT4_BYTES.get(
         config.quantization, (1 if config.quantization == "fp8" else sixteen, 1)
@@ -707,7 +713,7 @@ def hybrid_block_size(
         "vllm_version",
         "linear-attention (Gated DeltaNet) models are served from vLLM 0.10.2 on",
     )
-    state = linear_state_values(model, tp) * (4 if config.dtype == "float32" else 2)
+    state = linear_state_values(model, tp) * model_dtype_bytes(config)
     attention_token = max(v for k, v in per_token.items() if k != "linear")
     align = KERNEL_BLOCK_ALIGNMENT_TOKENS
     needed = align * ceil_div(state, align * attention_token)
@@ -787,7 +793,7 @@ def predict_vllm(
     loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
-    rope = rope_cache_bytes(model, 4 if config.dtype == "float32" else 2)
+    rope = rope_cache_bytes(model, model_dtype_bytes(config))
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     on_v2 = runs_on_model_runner_v2(model, config.version)
