@@ -48,12 +48,14 @@ from service.verify.plan import VllmPlanAnswer
 
 COMMANDS = ("plan", "matrix", "offload")
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
-SHIPPED = (
-    (Interconnect, "interconnects.json"),
-    (Gpu, "gpus.json"),
-    (Model, "models.json"),
-    (Format, "formats.json"),
+SHIPPED: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
+    (Interconnect, ("interconnects.json",)),
+    (Gpu, ("gpus.json",)),
+    (Model, ("models.json", "models_0007.json")),  # rows of migrations 0002 and 0007
+    (Format, ("formats.json",)),
 )
+UPDATES: dict[type[Any], str] = {Model: "model_updates.json"}
+"""Later revisions' corrections of shipped rows, as the migrations apply them."""
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 
 
@@ -72,26 +74,27 @@ def _column_defaults(table: type[Row]) -> dict[str, Any]:
     return defaults
 
 
-def _rows(table: type[Row], file_name: str) -> list[Row]:
+def _load(file_name: str) -> list[dict[str, Any]]:
+    loaded: list[dict[str, Any]] = json.loads((DATA / file_name).read_text(encoding="utf-8"))
+    return loaded
+
+
+def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
     columns = set(table.__table__.columns.keys())
     defaults = _column_defaults(table)
-    data = json.loads((DATA / file_name).read_text(encoding="utf-8"))
-    if table is Model:
-        # Rows later revisions ship (migration 0007: models_0007.json).
-        data += json.loads((DATA / "models_0007.json").read_text(encoding="utf-8"))
-        # Later revisions' corrections of shipped rows, as the migrations apply them.
-        updates = json.loads((DATA / "model_updates.json").read_text(encoding="utf-8"))
-        by_slug: dict[str, dict[str, Any]] = {}
-        for update in updates:
-            by_slug.setdefault(update["slug"], {}).update(update["values"])
-        data = [{**row, **by_slug.get(row["slug"], {})} for row in data]
+    data = [row for name in file_names for row in _load(name)]
+    by_slug: dict[str, dict[str, Any]] = {}
+    for update in _load(UPDATES[table]) if table in UPDATES else []:
+        by_slug.setdefault(update["slug"], {}).update(update["values"])
+    data = [{**row, **by_slug.get(row["slug"], {})} for row in data]
     rows = [table(**{**defaults, **{k: v for k, v in row.items() if k in columns}}) for row in data]
     return sorted(rows, key=lambda r: r.slug)
 
 
 class LocalCatalogue:
-    """The rows migration 0002 ships, as the server's catalogue cache holds them: resolved by
-    slug or alias the way the server resolves."""
+    """The rows the migrations ship (0002, and 0007's additions and corrections), as the
+    server's catalogue cache holds them: resolved by slug or alias the way the server
+    resolves."""
 
     def __init__(self) -> None:
         self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})
