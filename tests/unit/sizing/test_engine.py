@@ -9,6 +9,7 @@ import pytest
 
 from service.sizing.engine import (
     EngineConfig,
+    EnginePrediction,
     custom_all_reduce,
     era_of_version,
     hybrid_block_size,
@@ -476,6 +477,19 @@ def test_mla_keeps_more_than_its_checkpoint_by_release() -> None:
     assert mla_weights_of(None, "v0") == "absorbed-bf16"
 
 
+def _deepseek_fp8_v0(mla_weights: str, total_gib: float, **flags: object) -> EnginePrediction:
+    """DeepSeek-V3/R1's FP8 checkpoint at TP 8 on the V0 engine (the logs below)."""
+    config = EngineConfig(
+        tensor_parallel_size=8,
+        quantization="fp8",
+        version="v0",
+        mla_weights=mla_weights,  # type: ignore[arg-type]
+        gpu_total_bytes=int(total_gib * GIB),
+        **flags,  # type: ignore[arg-type]
+    )
+    return predict_vllm(DEEPSEEK_V3, H100, config)
+
+
 def test_deepseek_weights_per_rank_on_v0_0_7() -> None:
     # DeepSeek-R1 FP8 at TP 8 on vLLM 0.7.3 (the 8x H200 log: 83.88 GiB). Sharded checkpoint:
     # (671,026,404,352 - 2 x 926,679,040 + 2 x 2 x 926,679,040) / 8 = 84,109,970,304 B (16-bit
@@ -485,18 +499,14 @@ def test_deepseek_weights_per_rank_on_v0_0_7() -> None:
     # 256 x 2 B, of which 1/8 was counted at FP8's byte: 58 x (3,670,016 - 229,376) =
     # 199,557,120. The absorbed copies: 61 x 78,660,608 = 4,798,297,088. The rope cache
     # 163,840 x 64 x 2 B = 20,971,520. Total 89,936,830,336 B = 83.76 GiB (-0.14%).
-    config = EngineConfig(
-        tensor_parallel_size=8,
-        quantization="fp8",
-        version="v0",
-        mla_weights="absorbed-bf16",
-        gpu_total_bytes=int(139.81 * GIB),
+    p = _deepseek_fp8_v0(
+        "absorbed-bf16",
+        139.81,
         gpu_memory_utilization=0.85,
         max_model_len=128_000,
         max_num_batched_tokens=32_000,
         max_num_seqs=1024,
     )
-    p = predict_vllm(DEEPSEEK_V3, H100, config)
     assert p.per_gpu.weights_bytes == 89_936_830_336
 
 
@@ -512,21 +522,18 @@ def test_deepseek_pipeline_stages_on_v0_0_7_2() -> None:
     # 13,246,464 + 27 x 3,440,640 = 490,291,200; the 0.7.2 absorbed copies (fp32 kv_b) 30 x
     # 82,854,912 = 2,485,647,360; the embedding and, in 0.7.x DeepSeek, an LM head on every
     # stage, 463,339,520; the rope cache 20,971,520. Stage 0 = 42,516,143,321 B = 39.60 GiB
-    # (-0.16%). Stage 1 holds 31 MoE layers and is the heavier.
-    config = EngineConfig(
-        tensor_parallel_size=8,
+    # (-0.16%). Stage 1, the heavier (the one reported): 31 MoE layers (none with the extra
+    # byte) 44,590,737,063 + 31 x (13,246,464 + 3,440,640 + 82,854,912) + the head 231,669,760
+    # + 20,971,520 = 47,929,180,839 B.
+    p = _deepseek_fp8_v0(
+        "absorbed-fp32",
+        139.72,
         pipeline_parallel_size=2,
-        quantization="fp8",
-        version="v0",
-        mla_weights="absorbed-fp32",
-        gpu_total_bytes=int(139.72 * GIB),
         gpu_memory_utilization=0.95,
         max_model_len=4096,
     )
-    p = predict_vllm(DEEPSEEK_V3, H100, config)
-    first, second = p.stage_weights_bytes
-    assert first == 42_516_143_321
-    assert second > first and p.per_gpu.weights_bytes == second
+    assert p.stage_weights_bytes == [42_516_143_321, 47_929_180_839]
+    assert p.per_gpu.weights_bytes == 47_929_180_839
 
 
 def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
@@ -543,18 +550,14 @@ def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
     # bytes; stage 3: 16 MoE layers
     # 23,014,573,968 + 16 x 16,687,104 + 231,669,760 + 20,971,520 = 23,534,208,912 (the
     # heaviest: the old split gave the last stage the remainder).
-    config = EngineConfig(
-        tensor_parallel_size=8,
+    p = _deepseek_fp8_v0(
+        "plain",
+        23.99,
         pipeline_parallel_size=4,
-        quantization="fp8",
-        version="v0",
-        mla_weights="plain",
         mla_latent_cache=False,
-        gpu_total_bytes=int(23.99 * GIB),
         max_model_len=128,
         enforce_eager=True,
     )
-    p = predict_vllm(DEEPSEEK_V3, H100, config)
     assert p.stage_weights_bytes[0] == 18_204_026_296
     assert p.stage_weights_bytes[1:] == [22_079_110_945, 22_079_110_935, 23_534_208_912]
 
