@@ -14,6 +14,7 @@ import msgspec
 
 from service.catalogue.hf_config import import_config
 from service.sizing.engine import (
+    V2_ERAS,
     EngineConfig,
     EnginePrediction,
     era_of_version,
@@ -42,8 +43,9 @@ FIT_CASES = frozenset(
         "llmd-h100-llama-3.3-70b-fp8-tp2",
         # v1-0.10 sampler factor, the A100 80GB total and the smallest graph capture
         "dennislee-a100-qwen2-7b-util0.5",
-        # V0 activation and non-torch memory
+        # V0 non-torch memory (TP 1; split with custom all-reduce)
         "vllm-pr10511-h100-llama-3-8b-tp1",
+        "unknownrepo-sagemaker-p4d-a100-40gb-x8-deepseek-coder-v2-lite-tp8-v0.7.1",
         "vllm-10517-rtx3090-llama-3.1-8b-20k",
         "vllm-10517-rtx3090-llama-3.1-8b-29k-fails",
         # v1-0.19 sampler factor and non-torch memory
@@ -60,6 +62,12 @@ FIT_CASES = frozenset(
         "unknownrepo-a100-llama-3.1-8b-v0.31.0",
         "runpodrecon-rtx4090-qwen3-8b-v0.27.1-cold-compile",
         "runpodrecon-rtx4090-qwen3-8b-v0.27.1-warm-compile-cache",
+        # Model Runner V2's warm forward peak (the MLP over 32,768 batched tokens)
+        "unknownrepo-16gb-qwen2.5-0.5b-fp16-32k-v0.26.0",
+        # Intel XPU non-torch memory (original runner, Model Runner V2) and compile cost
+        "unknownrepo-arcb60-xpu-gpt-oss-20b-128k-util0.8-eager-v0.28.0",
+        "unknownrepo-arcb60-xpu-gpt-oss-20b-128k-util0.8-eager-v0.29.0-mrv2",
+        "unknownrepo-arcb60-xpu-gpt-oss-20b-128k-util0.8-compile-v0.28.0-fails",
         # the graph-capture OOM rule was written with this run in view
         "vllm-13074-h20-3e-deepseek-r1-tp8-pp2-util1.0-fails",
     }
@@ -161,15 +169,11 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         "4-bit compressed-tensors (W4A16) weights are not modelled by the vLLM method (which "
         "layers a checkpoint leaves in 16-bit is not in the log; AWQ and GPTQ are modelled)",
     )
+    device = c.get("device", "cuda")
     require(
-        not c.get("cpu_offload_gb"),
-        "cpu_offload_gb",
-        "weights offloaded to the CPU (--cpu-offload-gb) are not modelled by the vLLM method",
-    )
-    require(
-        c.get("device", "cuda") == "cuda",
+        device in ("cuda", "xpu"),
         "device",
-        f"vLLM's {c.get('device')} platform is not modelled (CUDA and ROCm GPUs are)",
+        f"vLLM's {device} platform is not modelled (CUDA, ROCm and XPU GPUs are)",
     )
     total = case.get("gpu_total_gib_logged")
     return EngineConfig(
@@ -185,6 +189,8 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
         compile_cache="warm" if c.get("compile_cache") == "warm" else "cold",
+        device="xpu" if device == "xpu" else "cuda",
+        cpu_offload_bytes=int((c.get("cpu_offload_gb") or 0) * GiB),
         usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
         version=version,
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
@@ -227,7 +233,7 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
 
     def tokens_of(gib: float) -> int:
         blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
-        if p.version in ("v1-cudagraph", "v2-runner"):  # concurrency x max_model_len
+        if p.version in ("v1-cudagraph", *V2_ERAS):  # concurrency x max_model_len
             return int(blocks / p.blocks_per_request * p.max_model_len)
         return blocks // groups * bs
 

@@ -38,7 +38,7 @@ from service.sizing.models import LayerType, ModelSpec, validate_model
 from service.sizing.parallel import even_shares, tensor_parallel_problem
 from service.sizing.units import GiB, ceil_div
 
-EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph", "v2-runner"]
+EngineEra = Literal["v0", "v1-0.10", "v1-0.11", "v1-0.19", "v1-cudagraph", "v2-runner", "v2-all"]
 """How a vLLM release accounts memory at start-up (``era_of_version`` maps a release to one):
 v0: the V0 engine (0.5-0.7, profiling without chunked prefill); v1-0.10: the V1 engine in 0.10.0
 and 0.10.1 (a small sampler peak); v1-0.11: the V1 engine in 0.8, 0.9 and 0.10.2-0.16 (the dummy
@@ -49,17 +49,22 @@ v1-cudagraph: 0.21 and 0.22, which subtract the estimated CUDA-graph memory from
 v2-runner: 0.23 and later, where dense full-attention text models run on Model Runner V2
 (``model_runner.py``, "Using V2 Model Runner"), whose budget has no graph term, while other
 models (MoE, MLA, sliding-window) keep the original runner and its 0.21 accounting (the 0.27.1
-logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``)."""
+logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
+v2-all: 0.29 and later, every model on Model Runner V2 (vLLM PR #53183, "Use MRV2 for all models
+by default", which dropped the dense-only gate; the 0.29 gpt-oss-20b log on XPU runs on it)."""
 
 Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq"]
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 CompileCache = Literal["cold", "warm"]
+Device = Literal["cuda", "xpu"]
+"""The vLLM platform: cuda (NVIDIA, and AMD through ROCm, told apart by the GPU) or xpu (Intel
+GPUs, the vllm/vllm-openai-xpu images)."""
 UsageContext = Literal["api_server", "llm_class"]
 
 DEFAULT_ERA: EngineEra = "v1-0.11"
 """EngineConfig's era when none is given (the core's worked examples use it)."""
-LATEST_ERA: EngineEra = "v2-runner"
+LATEST_ERA: EngineEra = "v2-all"
 """The era of the current releases: what the API assumes when no version is given."""
 
 # --- fitted constants (see the module docstring; every one is named in the accuracy report) ---
@@ -91,6 +96,7 @@ SAMPLER_FACTOR: dict[EngineEra, float] = {
     "v1-0.19": 3.9,
     "v1-cudagraph": 3.9,
     "v2-runner": 3.9,
+    "v2-all": 3.9,
 }
 """V1 activation peak = factor x max_num_seqs x vocab x 4 B (the dummy sampler pass over fp32
 logits dominates the profile). 9.71: least squares over the llm-d H100 table (Llama 3.1 8B 4.76,
@@ -100,33 +106,50 @@ out: its own numbers do not add up, 71.26 - 64.38 - 7.38 - 0.13 is not its 3.33 
 non-torch). 3.9: the llm-d-planner v0.19.0 H100 logs' "torch peak memory increase" (Qwen2.5 7B
 FP8-dynamic 2.21 GiB, Llama 3.3 70B FP8-dynamic TP2 1.96 GiB: 3.81 and 4.01); later releases are
 assumed to keep it (their logs agree within the bar, see the accuracy report)."""
-V0_ACTIVATION_BASE_BYTES = 575_000_000
-V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 21.6
-"""V0 activation peak = 0.536 GiB + 21.6 B x max_num_batched_tokens x hidden: least squares over
-PR #10511 (1.26 GiB at 8,192 tokens) and issue #10517 (2.07 at 20,000 and 2.99 at 29,000)."""
+V0_SAMPLER_BYTES_PER_LOGIT = 38
+"""V0's profile samples max_num_seqs rows with top-k = vocab - 1 and top-p 0.99
+(``sampler.py _apply_top_k_top_p``): alive per logit at the sort, the caller's 16-bit logits (2
+B), their fp32 copy (4), the sorted values (4) and int64 indices (8), and the sort's temporaries
+(8 B of reverse indices, 12 B of radix-sort alternates): 38 B. Read from the source, not fitted;
+checked on PR #10511's Llama 3 8B (1.26 GiB at 256 x 128,256) and vLLM issue #13061's driver."""
+FUSED_MOE_CHUNK_TOKENS = 32_768
+"""``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in 0.6-0.7: fused_experts sizes its caches for at most
+this many tokens."""
+CUBLAS_WORKSPACE_BYTES: tuple[int, int] = (33_554_432, 8_519_680)
+"""(Hopper, other GPUs): cuBLAS's workspace, first allocated by the first GPU matmul (PyTorch
+2.5 ``CublasHandlePool``: 32 MiB on sm90, 8.125 MiB elsewhere). V0 counts it in the activation
+peak unless a matmul already ran while loading (MLA's absorbed weights on the GPU)."""
 V2_ACTIVATION_BYTES_PER_HIDDEN = 343_409
 """Model Runner V2's profile peak on a first start, per unit of hidden size: the two cold
 torch.compile logs, Llama 3.1 8B on vLLM 0.31 (1.44 GiB) and Qwen3-8B on 0.27.1 (1.18 GiB),
 both 4,096 wide: 1.31 GiB / 4,096. Its sampler pass is small (0.19 GiB for Qwen3-8B once the
 compile cache is warm, the same RunPod run restarted): a warm cache leaves about 1 GiB more
 for the KV cache than predicted."""
-V2_WARM_SAMPLER_FACTOR = 1.3
-"""Model Runner V2 with a warm compile cache: what is left is the sampler's pass, 1.3 x seqs x
-vocab x 4 B (the RunPod Qwen3-8B restart on 0.27.1: 0.19 GiB for 256 x 151,936)."""
+V2_FORWARD_VALUES_PER_TOKEN = (3, 2)
+"""Model Runner V2 with a warm compile cache: the profile peak is the forward pass over
+max_num_batched_tokens, whose widest moment is the MLP: the gate/up output (2 x intermediate),
+the activated half (intermediate) and two hidden-size tensors (the residual and the normed
+input), all in the model's dtype: tokens x (3 x intermediate + 2 x hidden) x 2 B. Qwen2.5-0.5B
+at 32,768 tokens: 32,768 x (3 x 4,864 + 2 x 896) x 2 B = 1.0 GiB (the 0.26 log: 1.06 GiB);
+Qwen3-8B at 2,048 tokens: 2,048 x (3 x 12,288 + 2 x 4,096) x 2 B = 0.17 GiB (0.27.1: 0.19).
+Below that the dummy sampler's logits in the model's dtype set the peak (seqs x vocab x 2 B:
+0.07 GiB for 256 x 151,936; Qwen2.5-0.5B at 2,048 tokens logs 0.08)."""
 NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
-    "v0": (375_809_638, 375_809_638),
+    "v0": (375_809_638, 2_254_857_830),
     "v1-0.10": (139_586_437, 590_558_003),
     "v1-0.11": (139_586_437, 590_558_003),
     "v1-0.19": (257_698_038, 2_254_857_830),
     "v1-cudagraph": (257_698_038, 2_254_857_830),
     "v2-runner": (257_698_038, 2_254_857_830),
+    "v2-all": (257_698_038, 2_254_857_830),
 }
 """(TP = 1, TP > 1 with vLLM's custom all-reduce): 0.13 / 0.55 GiB in the llm-d H100 table
 (v0.11); 0.24 / 2.1 GiB in the llm-d-planner v0.19.0 H100 logs ("non-torch forward increase
 memory": Qwen2.5 7B FP8-dynamic TP1, Llama 3.3 70B FP8-dynamic TP2); V0 0.35 GiB (issue
-#10517). Without custom all-reduce (more than two GPUs without NVLink, GeForce cards, which
-lack peer-to-peer) a split keeps the TP = 1 figure: the L40S TP8 log of v0.10.2 reports
-0.18 GiB."""
+#10517) and 2.10 GiB split with custom all-reduce (the SageMaker 8x A100 40GB DeepSeek-Coder-
+V2-Lite log of 0.7.1: "non_torch_memory takes 2.10GiB"). Without custom all-reduce (more than
+two GPUs without NVLink, GeForce cards, which lack peer-to-peer) a split keeps the TP = 1
+figure: the L40S TP8 log of v0.10.2 reports 0.18 GiB."""
 CUDA_GRAPH_ESTIMATE_BYTES = 1_428_076_216
 """v1-cudagraph only (0.21+ subtract vLLM's own estimate): 1.33 GiB, the median of the
 "Estimated CUDA graph memory: X GiB total" lines of the collected v0.19 logs (0.71, 0.84, 1.82,
@@ -144,7 +167,24 @@ STARTUP_USAGE_BYTES: tuple[int, int] = (547_608_330, 1_642_824_991)
 init) and 1.53 GiB (77.66 of 79.19 GiB free at TP 2) in the v0.19 H100 logs. From 0.17 the
 engine refuses to start when utilisation x total exceeds what is free ("Free memory on device
 ... on startup is less than desired GPU memory utilization")."""
-Mxfp4Backend = Literal["auto", "marlin", "triton", "triton-padded", "flashinfer-trtllm"]
+XPU_NON_TORCH_BYTES: dict[bool, int] = {False: 1_580_500_000, True: 1_271_400_000}
+"""Intel XPU, (original runner, Model Runner V2): what the first forward and sampler pass leave
+outside torch's allocator (vLLM's XPU worker measures it as the CUDA one does, from the device's
+free memory). FITTED, one case each (no held-out XPU log): gpt-oss-20b on an Arc Pro B60, 0.28
+("Actual usage is 14.37 GiB consumed (weights + non-torch)" against 12.87 of weights) and 0.29
+on V2 (169,123 tokens: 3.998 GiB of KV; its author's table puts non-torch at ~1.03 GiB and the
+peak at 0.27, of which the V2 forward rule sees 0.15, so the constant carries the other 0.12).
+Five to six times CUDA's 0.24 GiB; the source does not say why (kernel modules, driver scratch
+space and runtime pools are the likely holders)."""
+XPU_COMPILE_BYTES = 240_500_000
+"""Intel XPU without --enforce-eager: torch.compile still runs (XPU captures no graphs) and
+costs this much more of the budget. FITTED on the one compiled gpt-oss-20b boot on an Arc Pro
+B60 (0.28), whose "estimated maximum model length is 122048" pins its KV memory to 2.892 GiB
+against the eager boot's 3.116: the 0.018 GiB margin of the eager start is gone and it fails."""
+XPU_MIN_BLOCK_TOKENS = 64
+"""vLLM's attention backends on XPU prefer blocks of at least 64 tokens
+(``get_preferred_block_size``: ``max(default_block_size, 64)`` when ``is_xpu()``)."""
+Mxfp4Backend = Literal["auto", "marlin", "triton", "triton-padded", "flashinfer-trtllm", "xpu"]
 """How vLLM lays out MXFP4 experts (``vllm/model_executor/layers/quantization/mxfp4.py``,
 ``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``); see
 ``mxfp4_expert_bytes``. auto: the backend vLLM picks for the GPU and engine era."""
@@ -170,6 +210,10 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
+    device: Device = "cuda"
+    cpu_offload_bytes: int = 0
+    """--cpu-offload-gb x 2^30 (per GPU): decoder-layer weights kept in CPU memory, layer by
+    layer from the first; ``offloaded_layer_bytes``."""
     compile_cache: CompileCache = "cold"
     """Model Runner V2 only: a warm torch.compile cache (a restart on the same cache
     directory) skips most of the first start's profile peak."""
@@ -209,7 +253,7 @@ def era_of_version(
         return later
     major, minor, patch = release
     if major > 0 or minor >= 23:
-        return "v2-runner"
+        return "v2-all" if major > 0 or minor >= 29 else "v2-runner"
     if minor >= 21:
         return "v1-cudagraph"
     require(minor >= 5, field, f"vLLM {version} predates the modelled releases (0.5+)")
@@ -386,7 +430,9 @@ def torch_visible_bytes(gpu: GpuSpec) -> int:
     return smi - DRIVER_RESERVE_BYTES.get(gpu.slug, DEFAULT_DRIVER_RESERVE_BYTES)
 
 
-LATER_ERAS: tuple[EngineEra, ...] = ("v1-0.19", "v1-cudagraph", "v2-runner")
+LATER_ERAS: tuple[EngineEra, ...] = ("v1-0.19", "v1-cudagraph", "v2-runner", "v2-all")
+V2_ERAS: tuple[EngineEra, ...] = ("v2-runner", "v2-all")
+"""0.23 on: Model Runner V2, the tokens line as concurrency x max_model_len."""
 """0.17 on: the free-memory check at start-up, the bundled triton_kernels' padded layout."""
 
 
@@ -394,16 +440,128 @@ def runs_on_model_runner_v2(model: ModelSpec, version: EngineEra) -> bool:
     """From 0.23 vLLM serves dense full-attention text models with Model Runner V2; MoE, MLA
     and sliding-window (hybrid) models keep the original runner (the collected 0.23-0.31 logs;
     a note in one lab's README says V2 serves every model from 0.29, not checked here)."""
+    if version == "v2-all":
+        return True
     if version != "v2-runner":
         return False
     return not model.is_moe and all(t == "full" for t in model.resolved_layer_types)
+
+
+def offloaded_layer_bytes(layer_bytes: list[int], budget: int) -> list[int]:
+    """Bytes of each decoder layer that --cpu-offload-gb moves to the CPU (vLLM 0.7
+    ``maybe_offload_to_cpu``, applied by ``make_layers`` to each layer in order): parameters go
+    whole until the budget is spent, so layers before the one that crosses it go entirely and
+    that one in part (to within one parameter, not modelled). Embeddings, the LM head, norms
+    outside the layers and buffers (the rotary caches) stay on the GPU."""
+    offloaded: list[int] = []
+    left = budget
+    for size in layer_bytes:
+        part = min(size, max(left, 0))
+        offloaded.append(part)
+        left -= part
+    return offloaded
+
+
+def v0_activation_bytes(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    config: EngineConfig,
+    defaults: EngineDefaults,
+    offloaded: list[int],
+    samples: bool,
+) -> int:
+    """V0's activation peak on one rank of a stage: the forward pass (``v0_forward_peak_bytes``)
+    or, on the stage that samples, the sampler over max_num_seqs rows of the whole vocabulary
+    (``V0_SAMPLER_BYTES_PER_LOGIT``, with the final hidden states still held), whichever is
+    larger; plus cuBLAS's workspace where the profile allocates it. The engine keeps the
+    fewest blocks of any rank, so the sampling rank (TP rank 0) is the one that counts."""
+    tokens, tp = defaults.max_num_batched_tokens, config.tensor_parallel_size
+    peak = v0_forward_peak_bytes(model, tokens, tp, config.quantization, offloaded)
+    if samples:
+        vocab = model.vocab_size or 32_000
+        sampler = V0_SAMPLER_BYTES_PER_LOGIT * defaults.max_num_seqs * vocab
+        peak = max(peak, sampler + tokens * model.hidden_size * 2)
+    absorbed_on_gpu = (
+        model.kv_lora_rank > 0
+        and config.mla_weights in ("absorbed-fp32", "absorbed-bf16")
+        and not all(offloaded)
+    )
+    if not absorbed_on_gpu:
+        peak += CUBLAS_WORKSPACE_BYTES[0 if gpu.slug.startswith(HOPPER_SLUGS) else 1]
+    return peak
+
+
+def v0_forward_peak_bytes(
+    model: ModelSpec, tokens: int, tp: int, quantization: Quantization, offloaded: list[int]
+) -> int:
+    """V0's profile peak in the forward pass over ``tokens`` (no chunked prefill), the largest of
+    its layer kinds, each with what its offloaded weights bring back while it runs (``offloaded``:
+    one entry per layer of the stage). 16-bit activations, H = hidden:
+
+    * a dense MLP: the layer's input, residual, attention output and normed input (4 T H) and
+      gate/up plus the activated half (3 T I / TP) alive at down_proj (Qwen2 / DeepSeek form;
+      Llama rebinds its input and frees one T H earlier: over by T H x 2 B);
+    * an MoE layer in fused_experts: 3 T H (4 with DeepSeek's shared experts, whose output waits
+      for the routed ones), the caches for M = min(T, 32,768) tokens x top-k experts, gate/up
+      and down halves sliced by TP (3 I / TP) and the unsliced down output (H), the router's
+      logits (T E x 2 B), top-k weights and ids (8 T k) and the sorted ids; an FP8 block-quantised
+      layer adds its quantised input (M H + 4 M ceil(H / 128))."""
+    h, b, t = model.hidden_size, 2, tokens
+    dense_width = model.dense_intermediate_size if model.is_moe else model.intermediate_size
+    moe_layers = range(model.dense_layers, len(offloaded)) if model.is_moe else range(0)
+    dense_layers = [i for i in range(len(offloaded)) if i not in moe_layers]
+
+    def brought_back(layers: "list[int] | range") -> int:
+        return max((offloaded[i] for i in layers), default=0)
+
+    peak = 0
+    if dense_layers:
+        peak = t * (4 * h + 3 * ceil_div(dense_width, tp)) * b + brought_back(dense_layers)
+    if moe_layers:
+        m, k, e = min(t, FUSED_MOE_CHUNK_TOKENS), model.experts_per_token, model.experts
+        shared = 1 if model.kv_lora_rank else 0
+        moe = (3 + shared) * t * h * b + m * k * (3 * ceil_div(model.intermediate_size, tp) + h) * b
+        moe += t * e * b + 8 * t * k + 4 * (m * k + 63 * e)
+        if quantization == "fp8":
+            moe += m * h + 4 * m * ceil_div(h, 128)
+        peak = max(peak, moe + brought_back(moe_layers))
+    return peak
+
+
+def in_flight_batches(config: EngineConfig, on_v2: bool) -> int:
+    """Scheduling steps whose tokens a sliding-window layer must still hold (the window's
+    reserve is window - 1 + this x max_num_batched_tokens). From vLLM PR #47728 ("Free
+    out-of-window blocks on the processed-token basis under async scheduling", in 0.27.1 and
+    0.29) ``max_in_flight_tokens`` counts every batch in flight: two under async scheduling, the
+    default (pipeline stages + 1 on Model Runner V2). Applied to 0.23 on, where the first
+    release with it is not pinned (the 0.23 Gemma 3 log is capped by its max_model_len and
+    cannot tell); the 0.28 gpt-oss-20b log on XPU needs it (131,815 tokens: 67 blocks for the
+    128-token window with 2 x 2,048 in flight). Earlier releases: one step."""
+    if config.version not in V2_ERAS:
+        return 1
+    if on_v2:
+        return config.pipeline_parallel_size + 1
+    return max(2, config.pipeline_parallel_size)
+
+
+def v2_forward_peak_bytes(model: ModelSpec, defaults: EngineDefaults, value_bytes: int) -> int:
+    """Model Runner V2's warm profile peak (``V2_FORWARD_VALUES_PER_TOKEN``): the MLP's widest
+    moment over max_num_batched_tokens, or the dummy sampler's logits if they are larger."""
+    per_intermediate, per_hidden = V2_FORWARD_VALUES_PER_TOKEN
+    # An MoE token goes through experts_per_token experts of intermediate_size each.
+    mlp = model.intermediate_size * max(model.experts_per_token, 1)
+    width = per_intermediate * mlp + per_hidden * model.hidden_size
+    forward = defaults.max_num_batched_tokens * width * value_bytes
+    sampler = defaults.max_num_seqs * (model.vocab_size or 32_000) * value_bytes
+    return max(forward, sampler)
 
 
 def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: "EngineConfig") -> bool:
     """The original runner of 0.21 on takes its CUDA-graph estimate out of the KV budget; V2,
     eager mode and ROCm builds (until vLLM PR #48526) do not."""
     return (
-        config.version in ("v1-cudagraph", "v2-runner")
+        config.version in ("v1-cudagraph", *V2_ERAS)
+        and config.device == "cuda"
         and not runs_on_model_runner_v2(model, config.version)
         and not config.enforce_eager
         and not is_rocm(gpu)
@@ -503,12 +661,18 @@ def mxfp4_expert_bytes(model: ModelSpec, tensor_parallel: int, backend: Mxfp4Bac
       #33155) and 0.19.0 it began is not pinned; the era boundary (0.17) is assumed.
     * flashinfer-trtllm (Blackwell): I_pad = H_pad = round_up(., 256); shuffled weights and
       scales replace the originals, biases become fp32. No log collected: unverified.
+    * xpu (Intel, ``Mxfp4MoeBackend.XPU`` in ``fused_moe/oracle/mxfp4.py``): I_pad =
+      round_up(I, 64), H unpadded, the checkpoint's bf16 biases, nothing converted after
+      loading ("No additional transformation needed for XPU backend"). gpt-oss-20b: 13,236,480
+      B an expert; the Arc Pro B60 logs print 12.87 GiB against 12.83 predicted.
     """
     tp = tensor_parallel
     width = model.intermediate_size // tp
     hidden = model.hidden_size
     if backend == "marlin":
         i_pad, h_pad, bias_bytes = _round_up(width, 128), _round_up(hidden, 256), 2
+    elif backend == "xpu":
+        i_pad, h_pad, bias_bytes = _round_up(width, 64), hidden, 2
     elif backend == "flashinfer-trtllm":
         i_pad, h_pad, bias_bytes = _round_up(width, 256), _round_up(hidden, 256), 4
     else:
@@ -785,11 +949,9 @@ def predict_vllm(
     notes: list[str] = [f"Defaults: {d.rule}."]
 
     usable = int(total * config.gpu_memory_utilization)
-    backend = (
-        mxfp4_backend_for(gpu, config.version)
-        if config.mxfp4_backend == "auto"
-        else config.mxfp4_backend
-    )
+    backend: Mxfp4Backend = config.mxfp4_backend
+    if backend == "auto":
+        backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, config.version)
     loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
@@ -799,16 +961,20 @@ def predict_vllm(
     on_v2 = runs_on_model_runner_v2(model, config.version)
     logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4  # the sampler's fp32 logits
     if config.version == "v0":
-        activation_peak = V0_ACTIVATION_BASE_BYTES + int(
-            V0_ACTIVATION_BYTES_PER_TOKEN_HIDDEN * d.max_num_batched_tokens * model.hidden_size
-        )
-    elif on_v2 and config.compile_cache == "warm":
-        activation_peak = int(V2_WARM_SAMPLER_FACTOR * logits)
+        activation_peak = 0  # per stage, below (v0_forward_peak_bytes, the sampler)
     elif on_v2:
-        activation_peak = V2_ACTIVATION_BYTES_PER_HIDDEN * model.hidden_size
+        activation_peak = v2_forward_peak_bytes(model, d, model_dtype_bytes(config))
+        compiles = config.compile_cache == "cold" and not config.enforce_eager
+        if compiles and config.device == "cuda":
+            activation_peak = max(
+                activation_peak, V2_ACTIVATION_BYTES_PER_HIDDEN * model.hidden_size
+            )
     else:
         activation_peak = int(SAMPLER_FACTOR[config.version] * logits)
-    non_torch = NON_TORCH_BYTES[config.version][1 if custom_all_reduce(gpu, tp) else 0]
+    if config.device == "xpu":
+        non_torch = XPU_NON_TORCH_BYTES[on_v2] + (0 if config.enforce_eager else XPU_COMPILE_BYTES)
+    else:
+        non_torch = NON_TORCH_BYTES[config.version][1 if custom_all_reduce(gpu, tp) else 0]
     graphs = CUDA_GRAPH_ESTIMATE_BYTES if subtracts_graph_estimate(model, gpu, config) else 0
 
     kv_format = FORMATS[
@@ -820,6 +986,8 @@ def predict_vllm(
         for kind in set(model.resolved_layer_types)
     }
     bs, state_page = config.block_size, 0
+    if config.device == "xpu":
+        bs = max(bs, XPU_MIN_BLOCK_TOKENS)
     if "linear" in per_token:
         bs, state_page = hybrid_block_size(model, per_token, tp, config)
         notes.append(
@@ -831,15 +999,14 @@ def predict_vllm(
     # (its state) on a linear one.
     full_blocks = ceil_div(mml, bs)
     window = model.sliding_window_tokens
-    sliding_blocks = (
-        ceil_div(min(window - 1 + d.max_num_batched_tokens, mml), bs) + 1 if window else 0
-    )
+    in_flight = d.max_num_batched_tokens * in_flight_batches(config, on_v2)
+    sliding_blocks = ceil_div(min(window - 1 + in_flight, mml), bs) + 1 if window else 0
     blocks_of = {"full": full_blocks, "mla": full_blocks, "sliding": sliding_blocks, "linear": 1}
     # Pipeline stages: the first holds the embedding, the last the LM head and the sampler (the
     # V1 activation peak); the layers' weights follow their count. The engine keeps the fewest
     # blocks of any rank (vLLM PR #20665's TP2 x PP2 log: 12.13 GiB on the first stage, 11.33 on
     # the last, which samples).
-    edge = ceil_div(_embedding_params(model) * 2, tp) if pp > 1 else 0
+    edge = ceil_div(_embedding_params(model) * 2, tp)
     per_layer = layer_weight_bytes(model, loaded - 2 * edge, config)
     # Before 0.8 vLLM's DeepSeek built its LM head on every pipeline stage (PR #13833).
     head_everywhere = config.version == "v0" and model.kv_lora_rank > 0
@@ -847,15 +1014,27 @@ def predict_vllm(
     best: _Stage | None = None
     stage_weights: list[int] = []
     start = 0
+    mla_extra = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
     for index, count in enumerate(pipeline_partition(model.layers, pp, config.version)):
-        layers, stage_bytes = types[start : start + count], sum(per_layer[start : start + count])
+        layers, stage_layers = types[start : start + count], per_layer[start : start + count]
         start += count
+        # --cpu-offload-gb: MLA's absorbed copies are built where their weights are (on the CPU
+        # for a layer offloaded whole).
+        offloaded = offloaded_layer_bytes(
+            [size - mla_extra for size in stage_layers], config.cpu_offload_bytes
+        )
+        stage_bytes = sum(
+            size - off - (mla_extra if off == size - mla_extra and off else 0)
+            for size, off in zip(stage_layers, offloaded, strict=True)
+        )
         first, last = index == 0, index == pp - 1
         weights = stage_bytes + edge * (first + (last or head_everywhere)) + rope
         stage_weights.append(weights)
-        # V1's peak is the sampler, on the last stage only; V0 and Model Runner V2 peak in the
-        # forward pass, on every stage.
-        activation = activation_peak if last or config.version == "v0" or on_v2 else 0
+        # V1's peak is the sampler, on the last stage only; Model Runner V2 peaks in the forward
+        # pass, on every stage; V0 in the larger of the two.
+        activation = activation_peak if last or on_v2 else 0
+        if config.version == "v0":
+            activation = v0_activation_bytes(model, gpu, config, d, offloaded, last)
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
         # With linear layers every page is the model's attention page (their states are padded
@@ -897,7 +1076,7 @@ def predict_vllm(
     concurrency = blocks / best.per_request if best.per_request else 0.0
     if config.version == "v0":
         tokens = blocks * bs
-    elif config.version in ("v1-cudagraph", "v2-runner"):
+    elif config.version in ("v1-cudagraph", *V2_ERAS):
         # Newer _report_kv_cache_config (vLLM PRs #38364 / #40694, after 0.19): concurrency x
         # max_model_len; the 0.23 Gemma 3 log on MI300X prints 1,217,591, not a block multiple.
         tokens = int(concurrency * mml)
@@ -928,7 +1107,12 @@ def predict_vllm(
             f"The model's max seq len ({mml}) is larger than the maximum number of tokens that "
             f"can be stored in KV cache ({tokens})"
         )
-    elif not graphs and not config.enforce_eager and total - usable < MIN_CUDA_GRAPH_BYTES:
+    elif (
+        not graphs
+        and not config.enforce_eager
+        and config.device == "cuda"
+        and total - usable < MIN_CUDA_GRAPH_BYTES
+    ):
         failure = (
             f"CUDA out of memory capturing CUDA graphs: the KV cache takes the budget up to "
             f"gpu_memory_utilization {config.gpu_memory_utilization}, leaving "
@@ -939,7 +1123,7 @@ def predict_vllm(
             f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts "
             + (
                 "max_model_len x concurrency."
-                if config.version in ("v1-cudagraph", "v2-runner")
+                if config.version in ("v1-cudagraph", *V2_ERAS)
                 else "blocks per group x block_size."
             )
         )

@@ -86,7 +86,7 @@ async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None
 
 async def test_plan_method_vllm(client: Client) -> None:
     # Llama 3.1 8B on an H100, 8 users of 8,192 tokens, no version given: the current releases'
-    # accounting (0.23+: a dense model on Model Runner V2). The catalogue H100: 85,520,809,984 B
+    # accounting (0.29+: every model on Model Runner V2). The catalogue H100: 85,520,809,984 B
     # (nvidia-smi) - 494,000,000 driver reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985;
     # less weights 16,060,522,496 and the rotary cache 131,072 x 128 x 2 = 33,554,432, the
     # first-start peak 4,096 x 343,409 = 1,406,603,264 and non-torch 257,698,038 (no graph term
@@ -98,7 +98,7 @@ async def test_plan_method_vllm(client: Client) -> None:
     plan = r.json()
     assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
     assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
-    assert plan["prediction"]["version"] == "v2-runner"
+    assert plan["prediction"]["version"] == "v2-all"
     assert plan["kv_cache_tokens"] == 448_336
     assert plan["max_concurrency"] == 54.73
     assert "GPU KV cache size: 448,336 tokens" in plan["log_lines"]

@@ -20,10 +20,13 @@ from service.sizing.engine import (
     mla_latent_cache_of,
     mla_weights_of,
     mxfp4_backend_for,
+    mxfp4_expert_bytes,
+    offloaded_layer_bytes,
     pipeline_partition,
     predict_vllm,
     quantization_of,
     rope_cache_bytes,
+    v0_forward_peak_bytes,
 )
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -156,8 +159,10 @@ def test_log_vocabulary_maps_onto_the_engine_config() -> None:
     assert era_of_version("0.17.0") == "v1-0.19"
     assert era_of_version("0.19.0") == era_of_version("0.20.2") == "v1-0.19"
     assert era_of_version("v0.21.0") == era_of_version("0.22.1") == "v1-cudagraph"
-    assert era_of_version("0.23.0") == era_of_version("0.31.0") == "v2-runner"
-    assert era_of_version("1.0.0") == "v2-runner"
+    assert era_of_version("0.23.0") == era_of_version("0.28.0") == "v2-runner"
+    # 0.29 on (vLLM PR #53183): every model on Model Runner V2.
+    assert era_of_version("0.29.0") == era_of_version("v0.31.0") == "v2-all"
+    assert era_of_version("1.0.0") == "v2-all"
     assert era_of_version("0.1.dev7548+gbaba038", "v1-0.19") == "v1-0.19"
     assert era_of_version("unknown", "v1-cudagraph") == "v1-cudagraph"
     with pytest.raises(SizingError) as e:
@@ -372,8 +377,10 @@ def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
     # the budget and a first-start peak of 343,409 B per hidden unit (4,096 x 343,409 =
     # 1,406,603,264 B for Llama 3.1 8B). On the catalogue-like H100 at 0.9: 76,524,128,985
     # usable - 16,094,076,928 weights - 1,406,603,264 - 257,698,038 non-torch = 58,765,750,755
-    # B = 28,021 blocks = 448,336 tokens. A warm compile cache leaves the sampler's pass only:
-    # 1.3 x 1,024 x 128,256 x 4 = 1.3 x 525,336,576 = 682,937,548 B.
+    # B = 28,021 blocks = 448,336 tokens. A warm compile cache leaves the forward pass: the
+    # MLP over 8,192 batched tokens, 8,192 x (3 x 14,336 + 2 x 4,096) x 2 B = 838,860,800 B,
+    # above the sampler's 16-bit logits, 1,024 x 128,256 x 2 = 262,668,288 B, which set the
+    # peak when the batch is small (256 tokens: 26,214,400 B of MLP).
     config = EngineConfig(max_model_len=8192, version="v2-runner")
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.cuda_graph_bytes == 0
@@ -381,7 +388,9 @@ def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
     assert p.per_gpu.kv_cache_bytes == 58_765_750_755
     assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (28_021, 448_336)
     warm = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(config, compile_cache="warm"))
-    assert warm.per_gpu.activation_bytes == 682_937_548
+    assert warm.per_gpu.activation_bytes == 838_860_800
+    small = msgspec.structs.replace(config, compile_cache="warm", max_num_batched_tokens=256)
+    assert predict_vllm(LLAMA_8B, H100, small).per_gpu.activation_bytes == 262_668_288
     # An MoE model keeps the original runner: the 0.21 budget, graph estimate included.
     moe = predict_vllm(GPT_OSS_120B, H100, EngineConfig(quantization="mxfp4", version="v2-runner"))
     assert moe.per_gpu.cuda_graph_bytes == 1_428_076_216
@@ -584,3 +593,119 @@ def test_awq_and_gptq_weights_as_marlin_holds_them() -> None:
     # against the 5.1811 GiB a vLLM 0.8.5 log of Qwen2.5-7B-GPTQ-Int4 prints (-0.18%).
     p = predict_vllm(QWEN25_7B, H100, EngineConfig(quantization="gptq", max_model_len=8192))
     assert p.per_gpu.weights_bytes == 5_553_151_832
+
+
+GPT_OSS_20B = msgspec.structs.replace(
+    GPT_OSS_120B,
+    slug="gpt-oss-20b",
+    total_params=20_914_757_184,
+    active_params=0,
+    layers=24,
+    experts=32,
+    layer_types=("sliding", "full") * 12,
+)
+
+
+def test_sliding_window_reserve_counts_every_batch_in_flight_from_0_23() -> None:
+    # gpt-oss-120b on an H100 (8,192 batched tokens), 131,072-token requests: a full layer needs
+    # 131,072 / 16 = 8,192 blocks. vLLM PR #47728: the 128-token window keeps window - 1 + the
+    # tokens of every batch in flight, two under async scheduling: ceil((127 + 2 x 8,192) / 16)
+    # + 1 = 1,032 + 1 = 1,033 blocks, 9,225 a request; before it one batch: ceil(8,319 / 16) + 1
+    # = 521, 8,713 a request.
+    config = EngineConfig(max_model_len=131_072, quantization="mxfp4")
+    older = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v1-0.19"))
+    newer = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
+    assert (older.blocks_per_request, newer.blocks_per_request) == (8_713, 9_225)
+
+
+def test_every_model_runs_on_model_runner_v2_from_0_29() -> None:
+    # 0.23-0.28 keep MoE models on the original runner (a CUDA-graph estimate in the budget);
+    # from 0.29 (vLLM PR #53183) gpt-oss runs on V2: no graph term, and its warm forward peak
+    # is the MoE MLP over 8,192 tokens, 4 experts of 2,880: 8,192 x (3 x 4 x 2,880 + 2 x 2,880)
+    # x 2 B = 660,602,880 B, above the sampler's 1,024 x 201,088 x 2 = 411,828,224 B.
+    config = EngineConfig(quantization="mxfp4", compile_cache="warm")
+    runner = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
+    v2 = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-all"))
+    assert runner.per_gpu.cuda_graph_bytes > 0 and v2.per_gpu.cuda_graph_bytes == 0
+    assert v2.per_gpu.activation_bytes == 660_602_880
+
+
+def test_xpu_holds_mxfp4_experts_unpadded_with_16_bit_biases() -> None:
+    # Mxfp4MoeBackend.XPU: I rounded to 64 (2,880 stays), H unpadded, bf16 biases. An expert:
+    # w13 2 x 2,880 x 2,880 / 2 = 8,294,400 + its scales / 32 = 518,400, w2 4,147,200 + 259,200,
+    # biases (5,760 + 2,880) x 2 = 17,280: 13,236,480 B; x 24 layers x 32 = 10,165,616,640 B.
+    # Marlin pads H to 3,072 (256) and I to 2,944 (128) for the same experts.
+    assert mxfp4_expert_bytes(GPT_OSS_20B, 1, "xpu") == 10_165_616_640
+    assert mxfp4_expert_bytes(GPT_OSS_20B, 1, "marlin") > 10_165_616_640
+
+
+def test_xpu_blocks_of_64_tokens_and_its_own_non_torch_memory() -> None:
+    # On XPU the attention backend takes blocks of max(16, 64) = 64 tokens: a page of one layer
+    # is 64 x 8 KV heads x 64 x 2 x 2 B = 131,072 B; 12 full + 12 sliding layers make two groups
+    # of 12, a block of 12 x 131,072 = 1,572,864 B. A 131,072-token request: 2,048 full blocks
+    # + ceil((127 + 2 x 2,048) / 64) + 1 = 67 sliding blocks = 2,115 (the Arc Pro B60 log's
+    # "3.1 GiB KV cache is needed": 2,115 x 1,572,864 = 3.098 GiB). Non-torch memory is the
+    # XPU figure fitted for the original runner, 1,580,500,000 B eager and 240,500,000 B more
+    # when torch.compile runs; no graph term.
+    gpu = GpuSpec(slug="arc-pro-b60", memory_bytes=24_000_000_000, hbm_bytes_per_s=456 * 10**9)
+    config = EngineConfig(
+        max_model_len=131_072,
+        gpu_memory_utilization=0.8,
+        quantization="mxfp4",
+        version="v2-runner",
+        device="xpu",
+        enforce_eager=True,
+        gpu_total_bytes=24_384_000_000,
+    )
+    p = predict_vllm(GPT_OSS_20B, gpu, config)
+    assert p.block_size == 64 and p.per_gpu.block_bytes == 1_572_864
+    assert p.blocks_per_request == 2_115
+    assert p.per_gpu.non_torch_bytes == 1_580_500_000 and p.per_gpu.cuda_graph_bytes == 0
+    compiled = predict_vllm(GPT_OSS_20B, gpu, msgspec.structs.replace(config, enforce_eager=False))
+    assert compiled.per_gpu.non_torch_bytes == 1_821_000_000
+    # The tokens line is concurrency x max_model_len: blocks / 2,115 x 131,072.
+    assert p.kv_cache_tokens == p.per_gpu.num_blocks * 131_072 // 2_115
+
+
+def test_v0_activation_is_the_larger_of_the_forward_pass_and_the_sampler() -> None:
+    # Llama 3.1 8B on an H100 under V0, 8,192 batched tokens, 256 sequences. Sampler: 38 B x
+    # 256 x 128,256 = 1,247,674,368 + the final hidden states 8,192 x 4,096 x 2 = 67,108,864 ->
+    # 1,314,783,232. Forward (dense MLP): 8,192 x (4 x 4,096 + 3 x 14,336) x 2 = 973,078,528.
+    # The sampler wins; cuBLAS's workspace on Hopper adds 33,554,432: 1,348,337,664 B = 1.2557
+    # GiB (PR #10511's Llama 3 8B log: "PyTorch activation peak memory 1.26GiB").
+    config = EngineConfig(max_model_len=8192, version="v0")
+    p = predict_vllm(LLAMA_8B, H100, config)
+    assert p.per_gpu.activation_bytes == 1_348_337_664
+    # 20,000 batched tokens: the forward pass wins, 20,000 x 59,392 x 2 = 2,375,680,000 + the
+    # workspace = 2,409,234,432 (issue #10517's RTX 3090 logs 2.07 GiB, 8 MiB of workspace).
+    longer = msgspec.structs.replace(config, max_num_batched_tokens=20_000)
+    assert predict_vllm(LLAMA_8B, H100, longer).per_gpu.activation_bytes == 2_409_234_432
+
+
+def test_v0_moe_forward_peak_holds_the_fused_moe_caches() -> None:
+    # DeepSeek-V3 at TP 8 over 1,000 tokens (H 7,168, 256 experts, top 8, expert width 2,048):
+    # 4 x 1,000 x 7,168 x 2 (input, residual, attention output, shared-expert output) =
+    # 57,344,000; caches 1,000 x 8 x (3 x 2,048 / 8 + 7,168) x 2 = 126,976,000; router logits
+    # 1,000 x 256 x 2 = 512,000; top-k weights and ids 8 x 1,000 x 8 = 64,000; sorted ids
+    # 4 x (8,000 + 63 x 256) = 96,512: 184,992,512 B, above a dense layer's 1,000 x (4 x 7,168
+    # + 3 x 18,432 / 8) x 2 = 71,168,000. FP8 adds the quantised input, 1,000 x 7,168 +
+    # 4 x 1,000 x 56 = 7,392,000.
+    none = [0] * 61
+    assert v0_forward_peak_bytes(DEEPSEEK_V3, 1_000, 8, "none", none) == 184_992_512
+    assert v0_forward_peak_bytes(DEEPSEEK_V3, 1_000, 8, "fp8", none) == 192_384_512
+    # An offloaded layer's weights come back for its forward: 1 GB on dense layer 0 makes the
+    # dense layer the peak, 71,168,000 + 1,000,000,000.
+    heavy = [1_000_000_000] + [0] * 60
+    assert v0_forward_peak_bytes(DEEPSEEK_V3, 1_000, 8, "none", heavy) == 1_071_168_000
+
+
+def test_cpu_offload_moves_whole_layers_first_and_keeps_the_edges() -> None:
+    # --cpu-offload-gb takes layers in order until the budget is spent (the crossing layer in
+    # part); embeddings, head and buffers stay.
+    assert offloaded_layer_bytes([100, 100, 100], 250) == [100, 100, 50]
+    assert offloaded_layer_bytes([100, 100, 100], 0) == [0, 0, 0]
+    assert offloaded_layer_bytes([100, 100, 100], 1_000) == [100, 100, 100]
+    # Llama 3.1 8B with every layer offloaded keeps its embedding and LM head, 2 x 128,256 x
+    # 4,096 x 2 = 2,101,346,304 B, and the rotary cache 33,554,432: 2,134,900,736 B.
+    config = EngineConfig(max_model_len=8192, version="v0", cpu_offload_bytes=2**40)
+    assert predict_vllm(LLAMA_8B, H100, config).per_gpu.weights_bytes == 2_134_900_736
