@@ -53,6 +53,8 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     block_size: int | None = None
+    cpu_offload_bytes: int | None = None
+    """--cpu-offload-gb (GiB in the flag) in bytes."""
     total_gpu_memory_bytes: int | None = None
     weights_bytes: int | None = None
     activation_bytes: int | None = None
@@ -145,6 +147,7 @@ _CONFIG: dict[str, re.Pattern[str]] = {
     "max_num_batched_tokens": re.compile(r"max_num_batched_tokens['\"]?\s*[=:]\s*(\d+)"),
     "max_num_seqs": re.compile(r"max_num_seqs['\"]?\s*[=:]\s*(\d+)"),
     "block_size": re.compile(r"(?:'block_size':\s*|--block-size[= ])(\d+)"),
+    "cpu_offload_bytes": re.compile(r"'cpu_offload_gb':\s*([\d.]+)"),
 }
 _FLAGS: dict[str, re.Pattern[str]] = {
     "gpu_memory_utilization": re.compile(r"--gpu[-_]memory[-_]utilization[= ]([\d.]+)"),
@@ -155,6 +158,7 @@ _FLAGS: dict[str, re.Pattern[str]] = {
     "max_num_batched_tokens": re.compile(r"--max[-_]num[-_]batched[-_]tokens[= ](\d+)"),
     "max_num_seqs": re.compile(r"--max[-_]num[-_]seqs[= ](\d+)"),
     "kv_cache_dtype": re.compile(r"--kv[-_]cache[-_]dtype[= ]([\w-]+)"),
+    "cpu_offload_bytes": re.compile(r"--cpu[-_]offload[-_]gb[= ]([\d.]+)"),
     "model": re.compile(r"vllm serve ([\w./-]+)"),
 }
 
@@ -239,6 +243,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = value == "True"
                 elif name == "gpu_memory_utilization":
                     found[name] = float(value)
+                elif name == "cpu_offload_bytes":
+                    found[name] = _gib(value)
                 else:
                     found[name] = int(value)
         matched += hit

@@ -53,7 +53,7 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     gptq-int4 gptq)."""
     engine_version: EngineEra | None = None
     """How the release accounts memory; default: the era of vllm_version, else the current
-    releases' (v2-runner, 0.23 and later)."""
+    releases' (v2-all, 0.29 and later)."""
     vllm_version: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
     """The release to predict, as it prints itself ("0.19.0"): sets engine_version (unless
     given) and the MLA cache layout of releases before 0.7.1."""
@@ -65,6 +65,9 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Model Runner V2 (0.23+, dense models): warm when restarting on a kept torch.compile
     cache, which leaves about 1 GiB more for the KV cache on an 8B model."""
     pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
+    cpu_offload_bytes: Annotated[int, Meta(ge=0, le=2**50)] = 0
+    """--cpu-offload-gb x 2^30, per GPU: decoder layers kept in CPU memory, in order until the
+    budget is spent (embeddings, LM head and rotary caches stay on the GPU)."""
 
 
 class VllmSplit(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,6 +140,7 @@ def engine_config(
             mla_latent_cache_of(options.vllm_version) if options.vllm_version else True
         ),
         mla_weights=mla_weights_of(options.vllm_version, era),
+        cpu_offload_bytes=options.cpu_offload_bytes,
     )
 
 

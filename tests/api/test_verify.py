@@ -128,6 +128,27 @@ async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:
     assert r.json()["errors"][0]["field"] == "vllm.vllm_version"
 
 
+async def test_plan_method_vllm_with_cpu_offload(client: Client) -> None:
+    # --cpu-offload-gb large enough for every decoder layer of Llama 3.1 8B (V0 0.7.2): the GPU
+    # keeps the embedding and LM head, 2 x 128,256 x 4,096 x 2 B = 2,101,346,304, and the
+    # rotary cache 131,072 x 128 x 2 = 33,554,432: 2,134,900,736 B = 1.9883 GiB.
+    body = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100",
+        "method": "vllm",
+        "vllm": {"vllm_version": "0.7.2", "cpu_offload_bytes": 2**40},
+    }
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    assert "Model loading took 1.9883 GiB" in r.json()["log_lines"]
+    # A negative budget is refused by the schema, naming the field.
+    body["vllm"] = {"cpu_offload_bytes": -1}
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 400
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert "cpu_offload_bytes" in r.text
+
+
 async def test_plan_method_vllm_needs_a_gpu(client: Client) -> None:
     r = await client.post("/plan", json={"model": "llama-3.1-8b", "method": "vllm"})
     assert r.status_code == 422

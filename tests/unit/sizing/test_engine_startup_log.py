@@ -121,3 +121,18 @@ def test_command_line_flags_for_pipeline_and_quantization() -> None:
     # A flag inside a word is not a flag.
     other = parse_startup_log("run-pp 4 model-q awq\nModel loading took 1.00 GiB")
     assert (other.pipeline_parallel_size, other.quantization) == (None, None)
+
+
+def test_cpu_offload_from_the_command_line_or_the_non_default_args() -> None:
+    # --cpu-offload-gb is GiB per GPU (vLLM multiplies by 1024**3): 30 -> 32,212,254,720 B.
+    # The line is vLLM issue #15196's.
+    flag = parse_startup_log(
+        "--max-model-len=100000 --enforce-eager --cpu-offload-gb=30\n"
+        "INFO 03-13 01:31:55 model_runner.py:1115] Loading model weights took 0.8008 GB"
+    )
+    assert flag.cpu_offload_bytes == 32_212_254_720
+    echoed = parse_startup_log(
+        "non-default args: {'model': 'm', 'cpu_offload_gb': 2.5}\nModel loading took 1.00 GiB"
+    )
+    assert echoed.cpu_offload_bytes == 2_684_354_560
+    assert parse_startup_log("Model loading took 1.00 GiB").cpu_offload_bytes is None
