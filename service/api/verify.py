@@ -53,7 +53,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
     max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
     engine_version: EngineEra | None = None
-    """Default: from the version the log prints, else the current releases' (v2-runner)."""
+    """Default: from the version the log prints, else the current releases' (v2-all)."""
 
 
 @post(

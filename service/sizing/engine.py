@@ -18,9 +18,11 @@ the attention block being raised until a page holds it (``hybrid_block_size``).
 The count is the minimum over pipeline stages (every TP rank of a stage is alike).
 
 What is exact here: the page and block arithmetic, the log lines' formulas, the default flags.
-What is FITTED (documented constants below, fitted on the real logs in tests/data/vllm_logs,
-reported case by case by ``python -m service accuracy``): the torch-visible total per GPU, the
-activation peak and the non-torch memory. Weights as loaded follow the checkpoint's layout
+Derived from vLLM's source: V0's activation peak (``v0_activation_bytes``), Model Runner V2's
+warm peak, CPU offload. What is FITTED (documented constants below, fitted on the real logs in
+tests/data/vllm_logs, reported case by case by ``python -m service accuracy``): the
+torch-visible total per GPU, the V1 sampler factors, V2's first-start peak and the non-torch
+memory. Weights as loaded follow the checkpoint's layout
 (16-bit, FP8 linear layers, MXFP4 experts in the padded per-rank layout of the MoE backend
 vLLM picks: Marlin, triton_kernels or FlashInfer; see ``mxfp4_expert_bytes``).
 """
@@ -46,7 +48,7 @@ sampler's fp32 logits dominate the activation peak); v1-0.19: 0.17-0.20 (a small
 all-reduce buffers counted as non-torch memory; CUDA-graph memory estimated but not subtracted);
 v1-cudagraph: 0.21 and 0.22, which subtract the estimated CUDA-graph memory from the KV budget
 ("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len;
-v2-runner: 0.23 and later, where dense full-attention text models run on Model Runner V2
+v2-runner: 0.23-0.28, where dense full-attention text models run on Model Runner V2
 (``model_runner.py``, "Using V2 Model Runner"), whose budget has no graph term, while other
 models (MoE, MLA, sliding-window) keep the original runner and its 0.21 accounting (the 0.27.1
 logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
@@ -438,8 +440,9 @@ V2_ERAS: tuple[EngineEra, ...] = ("v2-runner", "v2-all")
 
 def runs_on_model_runner_v2(model: ModelSpec, version: EngineEra) -> bool:
     """From 0.23 vLLM serves dense full-attention text models with Model Runner V2; MoE, MLA
-    and sliding-window (hybrid) models keep the original runner (the collected 0.23-0.31 logs;
-    a note in one lab's README says V2 serves every model from 0.29, not checked here)."""
+    and sliding-window (hybrid) models keep the original runner (the collected 0.23-0.28 logs)
+    until 0.29, which serves every model on V2 (vLLM PR #53183; the 0.29 gpt-oss-20b XPU log
+    prints "Using V2 Model Runner")."""
     if version == "v2-all":
         return True
     if version != "v2-runner":
