@@ -472,6 +472,7 @@ def v0_activation_bytes(
     defaults: EngineDefaults,
     offloaded: list[int],
     samples: bool,
+    first_layer: int = 0,
 ) -> int:
     """V0's activation peak on one rank of a stage: the forward pass (``v0_forward_peak_bytes``)
     or, on the stage that samples, the sampler over max_num_seqs rows of the whole vocabulary
@@ -479,7 +480,7 @@ def v0_activation_bytes(
     larger; plus cuBLAS's workspace where the profile allocates it. The engine keeps the
     fewest blocks of any rank, so the sampling rank (TP rank 0) is the one that counts."""
     tokens, tp = defaults.max_num_batched_tokens, config.tensor_parallel_size
-    peak = v0_forward_peak_bytes(model, tokens, tp, config.quantization, offloaded)
+    peak = v0_forward_peak_bytes(model, tokens, tp, config.quantization, offloaded, first_layer)
     if samples:
         vocab = model.vocab_size or 32_000
         sampler = V0_SAMPLER_BYTES_PER_LOGIT * defaults.max_num_seqs * vocab
@@ -495,11 +496,17 @@ def v0_activation_bytes(
 
 
 def v0_forward_peak_bytes(
-    model: ModelSpec, tokens: int, tp: int, quantization: Quantization, offloaded: list[int]
+    model: ModelSpec,
+    tokens: int,
+    tp: int,
+    quantization: Quantization,
+    offloaded: list[int],
+    first_layer: int = 0,
 ) -> int:
     """V0's profile peak in the forward pass over ``tokens`` (no chunked prefill), the largest of
     its layer kinds, each with what its offloaded weights bring back while it runs (``offloaded``:
-    one entry per layer of the stage). 16-bit activations, H = hidden:
+    one entry per layer of the stage, whose first is the model's layer ``first_layer``).
+    16-bit activations, H = hidden:
 
     * a dense MLP: the layer's input, residual, attention output and normed input (4 T H) and
       gate/up plus the activated half (3 T I / TP) alive at down_proj (Qwen2 / DeepSeek form;
@@ -511,10 +518,11 @@ def v0_forward_peak_bytes(
       layer adds its quantised input (M H + 4 M ceil(H / 128))."""
     h, b, t = model.hidden_size, 2, tokens
     dense_width = model.dense_intermediate_size if model.is_moe else model.intermediate_size
-    moe_layers = range(model.dense_layers, len(offloaded)) if model.is_moe else range(0)
-    dense_layers = [i for i in range(len(offloaded)) if i not in moe_layers]
+    dense_count = max(model.dense_layers - first_layer, 0) if model.is_moe else len(offloaded)
+    dense_layers = range(min(dense_count, len(offloaded)))
+    moe_layers = range(len(dense_layers), len(offloaded))
 
-    def brought_back(layers: "list[int] | range") -> int:
+    def brought_back(layers: range) -> int:
         return max((offloaded[i] for i in layers), default=0)
 
     peak = 0
@@ -1037,7 +1045,7 @@ def predict_vllm(
         # pass, on every stage; V0 in the larger of the two.
         activation = activation_peak if last or on_v2 else 0
         if config.version == "v0":
-            activation = v0_activation_bytes(model, gpu, config, d, offloaded, last)
+            activation = v0_activation_bytes(model, gpu, config, d, offloaded, last, start - count)
         kv_bytes = usable - weights - activation - non_torch - graphs
         groups = kv_groups(layers)
         # With linear layers every page is the model's attention page (their states are padded

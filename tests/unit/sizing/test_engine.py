@@ -697,6 +697,10 @@ def test_v0_moe_forward_peak_holds_the_fused_moe_caches() -> None:
     # dense layer the peak, 71,168,000 + 1,000,000,000.
     heavy = [1_000_000_000] + [0] * 60
     assert v0_forward_peak_bytes(DEEPSEEK_V3, 1_000, 8, "none", heavy) == 1_071_168_000
+    # A later pipeline stage (its first layer the model's 31st) has no dense layer: its first
+    # layer is an MoE one, 184,992,512 + 1,000,000,000.
+    stage = [1_000_000_000] + [0] * 29
+    assert v0_forward_peak_bytes(DEEPSEEK_V3, 1_000, 8, "none", stage, 31) == 1_184_992_512
 
 
 def test_cpu_offload_moves_whole_layers_first_and_keeps_the_edges() -> None:
