@@ -5,7 +5,7 @@ echoes (the request's flags fill what it does not), answer the differences with 
 Text with none of the expected lines is a 422 listing them.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import post
@@ -48,6 +48,8 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu_memory_utilization: Utilisation = 0.9
     quantization: Quantization | None = None
     """Default: what the log echoes (quantization=...), else none (16-bit)."""
+    int4_group_size: Literal[32, 64, 128] = 128
+    """quantization w4a16-experts: the checkpoint's group size (not in the log)."""
     kv_cache_dtype: KvCacheDtype = "auto"
     block_size: int = 16
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
@@ -77,6 +79,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         max_num_batched_tokens=data.max_num_batched_tokens,
         max_num_seqs=data.max_num_seqs,
         version=LATEST_ERA,
+        int4_group_size=data.int4_group_size,
     )
     return compare(
         model,

@@ -55,7 +55,7 @@ logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
 v2-all: 0.29 and later, every model on Model Runner V2 (vLLM PR #53183, "Use MRV2 for all models
 by default", which dropped the dense-only gate; the 0.29 gpt-oss-20b log on XPU runs on it)."""
 
-Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq"]
+Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq", "w4a16-experts"]
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 CompileCache = Literal["cold", "warm"]
@@ -207,7 +207,10 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     quantization: Quantization = "none"
     """none: 16-bit weights; fp8: FP8 linear layers (embedding and LM head stay 16-bit);
     mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit; awq, gptq: 4-bit linear layers in
-    groups of 128 as Marlin holds them (``INT4_BYTES``)."""
+    groups of 128 as Marlin holds them (``INT4_BYTES``); w4a16-experts: a compressed-tensors
+    W4A16 checkpoint that quantises only the routed experts (``W4A16_EXPERT_BYTES``)."""
+    int4_group_size: int = 128
+    """w4a16-experts: values per 16-bit scale (the checkpoint's quantization_config)."""
     mxfp4_backend: Mxfp4Backend = "auto"
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
@@ -311,6 +314,26 @@ as a 16-bit tensor (0.53125 B), and recent Qwen2.5-7B-AWQ logs print about 0.09 
 this layout (5.29 against 5.20 GiB), likely allocator rounding."""
 
 
+W4A16_GROUP_SIZES = (32, 64, 128)
+
+
+def w4a16_expert_bytes(model: ModelSpec, tensor_parallel: int, group_size: int) -> int:
+    """One rank's routed experts from a compressed-tensors W4A16 checkpoint (symmetric int4 in
+    groups, no zero points) as ``CompressedTensorsWNA16MarlinMoEMethod`` holds them: packed
+    4-bit weights (0.5 B) and a 16-bit scale per ``group_size`` values, the repacking for
+    Marlin keeping the size. Everything else (attention, linear attention, shared experts,
+    routers, embeddings: the recipes' ignore list) stays 16-bit. Qwen3-Next-80B at TP 2, groups
+    of 32: 48 x 512 x 3 x 2,048 x 256 x (0.5 + 2 / 32) B = 21,743,271,936 B."""
+    require(
+        group_size in W4A16_GROUP_SIZES,
+        "int4_group_size",
+        f"must be one of {', '.join(map(str, W4A16_GROUP_SIZES))}",
+    )
+    values = model.layers * model.experts * 3 * model.hidden_size
+    values *= ceil_div(model.intermediate_size, tensor_parallel)
+    return values // 2 + values * 2 // group_size
+
+
 def quantization_of(method: str, field: str = "quantization") -> Quantization:
     """vLLM's quantization= method as the weights it loads: MXFP4 experts, FP8 linear layers
     (fp8, compressed-tensors, modelopt checkpoints: compressed-tensors is taken as its common
@@ -319,6 +342,8 @@ def quantization_of(method: str, field: str = "quantization") -> Quantization:
     method = method.lower()
     if method == "mxfp4":
         return "mxfp4"
+    if method == "w4a16-experts":
+        return "w4a16-experts"
     if method in ("awq", "awq_marlin"):
         return "awq"
     if method in ("gptq", "gptq_marlin"):
@@ -711,6 +736,7 @@ def loaded_weight_bytes(
     quantization: Quantization,
     tensor_parallel: int,
     mxfp4_backend: Mxfp4Backend = "triton",
+    int4_group_size: int = 128,
 ) -> int:
     """Weights on one rank as the engine loads them (vocab-parallel embedding and LM head, every
     matrix sliced by TP; norms are negligible). MXFP4: the experts as ``mxfp4_expert_bytes``
@@ -726,10 +752,15 @@ def loaded_weight_bytes(
         sixteen = 2 * _embedding_params(model)
         return ceil_div((model.total_params - sixteen) * num + sixteen * 2 * den, den * tp)
     require(
-        model.is_moe and model.intermediate_size > 0, "quantization", "mxfp4 needs an MoE model"
+        model.is_moe and model.intermediate_size > 0,
+        "quantization",
+        f"{quantization} needs an MoE model",
     )
-    require(mxfp4_backend != "auto", "mxfp4_backend", "resolve auto with mxfp4_backend_for")
     h, i = model.hidden_size, model.intermediate_size
+    if quantization == "w4a16-experts":
+        rest = ceil_div((model.total_params - model.layers * model.experts * 3 * h * i) * 2, tp)
+        return w4a16_expert_bytes(model, tp, int4_group_size) + rest
+    require(mxfp4_backend != "auto", "mxfp4_backend", "resolve auto with mxfp4_backend_for")
     # Logical expert parameters (gate/up/down and their biases) leave the 16-bit remainder.
     logical = model.layers * model.experts * (3 * h * i + 2 * i + h)
     rest = ceil_div((model.total_params - logical) * 2, tp)
@@ -963,7 +994,7 @@ def predict_vllm(
     backend: Mxfp4Backend = config.mxfp4_backend
     if backend == "auto":
         backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, config.version)
-    loaded = loaded_weight_bytes(model, config.quantization, tp, backend)
+    loaded = loaded_weight_bytes(model, config.quantization, tp, backend, config.int4_group_size)
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
     rope = rope_cache_bytes(model, model_dtype_bytes(config))

@@ -149,6 +149,9 @@ _CONFIG: dict[str, re.Pattern[str]] = {
     "block_size": re.compile(r"(?:'block_size':\s*|--block-size[= ])(\d+)"),
     "cpu_offload_bytes": re.compile(r"'cpu_offload_gb':\s*([\d.]+)"),
 }
+_W4A16_EXPERTS = re.compile(r"CompressedTensorsWNA16(?:Marlin)?MoEMethod")
+"""compressed-tensors W4A16 experts: the checkpoint's quantization= echo says only
+compressed-tensors, which the engine would otherwise take for FP8."""
 _FLAGS: dict[str, re.Pattern[str]] = {
     "gpu_memory_utilization": re.compile(r"--gpu[-_]memory[-_]utilization[= ]([\d.]+)"),
     "tensor_parallel_size": re.compile(r"(?:--tensor[-_]parallel[-_]size|-tp)[= ](\d+)"),
@@ -247,7 +250,11 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = _gib(value)
                 else:
                     found[name] = int(value)
+        if _W4A16_EXPERTS.search(line):
+            found["w4a16_experts"] = True
         matched += hit
+    if found.pop("w4a16_experts", False) and found.get("quantization") == "compressed-tensors":
+        found["quantization"] = "w4a16-experts"
     if matched == 0:
         raise SizingError(
             "log",

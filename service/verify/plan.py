@@ -65,6 +65,8 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Model Runner V2 (0.23+, dense models): warm when restarting on a kept torch.compile
     cache, which leaves about 1 GiB more for the KV cache on an 8B model."""
     pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
+    int4_group_size: Literal[32, 64, 128] = 128
+    """quantization w4a16-experts: the checkpoint's group size (its quantization_config)."""
     cpu_offload_bytes: Annotated[int, Meta(ge=0, le=2**50)] = 0
     """--cpu-offload-gb x 2^30, per GPU: decoder layers kept in CPU memory, in order until the
     budget is spent (embeddings, LM head and rotary caches stay on the GPU)."""
@@ -141,6 +143,7 @@ def engine_config(
         ),
         mla_weights=mla_weights_of(options.vllm_version, era),
         cpu_offload_bytes=options.cpu_offload_bytes,
+        int4_group_size=options.int4_group_size,
     )
 
 

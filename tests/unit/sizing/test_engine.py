@@ -27,6 +27,7 @@ from service.sizing.engine import (
     quantization_of,
     rope_cache_bytes,
     v0_forward_peak_bytes,
+    w4a16_expert_bytes,
 )
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -713,3 +714,27 @@ def test_cpu_offload_moves_whole_layers_first_and_keeps_the_edges() -> None:
     # 4,096 x 2 = 2,101,346,304 B, and the rotary cache 33,554,432: 2,134,900,736 B.
     config = EngineConfig(max_model_len=8192, version="v0", cpu_offload_bytes=2**40)
     assert predict_vllm(LLAMA_8B, H100, config).per_gpu.weights_bytes == 2_134_900_736
+
+
+def test_w4a16_checkpoints_quantise_only_the_routed_experts() -> None:
+    # Qwen3-Next-80B at TP 2: 48 layers x 512 experts x 3 x 2,048 x 512 / 2 = 38,654,705,664
+    # expert values a rank; int4 (0.5 B) + a 16-bit scale per 32: 19,327,352,832 +
+    # 2,415,919,104 = 21,743,271,936 B (per 128: + 603,979,776 = 19,931,332,608). The other
+    # 79,674,391,296 - 48 x 512 x 3 x 2,048 x 512 = 2,364,979,968 parameters stay 16-bit and
+    # split by TP: 2,364,979,968 B. The engine adds the other half of the replicated routers
+    # (48 x 2,048 x 512 x 2 / 2 = 50,331,648) and the rope cache (33,554,432): 24,192,137,984 B
+    # = 22.5308 GiB (the 2x L40S log of vLLM 0.13.0: "Model loading took 22.5313 GiB").
+    assert w4a16_expert_bytes(QWEN3_NEXT_80B, 2, 32) == 21_743_271_936
+    assert w4a16_expert_bytes(QWEN3_NEXT_80B, 2, 128) == 19_931_332_608
+    assert (
+        loaded_weight_bytes(QWEN3_NEXT_80B, "w4a16-experts", 2, int4_group_size=32)
+        == 24_108_251_904
+    )
+    config = EngineConfig(tensor_parallel_size=2, quantization="w4a16-experts", int4_group_size=32)
+    assert predict_vllm(QWEN3_NEXT_80B, H200, config).per_gpu.weights_bytes == 24_192_137_984
+    with pytest.raises(SizingError) as err:
+        w4a16_expert_bytes(QWEN3_NEXT_80B, 2, 100)
+    assert err.value.field == "int4_group_size"
+    with pytest.raises(SizingError) as err:
+        predict_vllm(LLAMA_8B, H100, EngineConfig(quantization="w4a16-experts"))
+    assert err.value.field == "quantization"

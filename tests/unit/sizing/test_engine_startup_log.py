@@ -136,3 +136,19 @@ def test_cpu_offload_from_the_command_line_or_the_non_default_args() -> None:
     )
     assert echoed.cpu_offload_bytes == 2_684_354_560
     assert parse_startup_log("Model loading took 1.00 GiB").cpu_offload_bytes is None
+
+
+def test_a_w4a16_experts_checkpoint_is_not_taken_for_fp8() -> None:
+    # compressed-tensors echoes only "quantization=compressed-tensors"; the MoE method line
+    # says the experts are W4A16 (the 2x L40S Qwen3-Next log of vLLM 0.13.0).
+    log = parse_startup_log(
+        "Initializing a V1 LLM engine (v0.13.0) with config: quantization=compressed-tensors, "
+        "enforce_eager=False\n"
+        "INFO [compressed_tensors_moe.py:193] Using CompressedTensorsWNA16MarlinMoEMethod\n"
+        "INFO [gpu_model_runner.py:3659] Model loading took 22.5313 GiB memory"
+    )
+    assert log.quantization == "w4a16-experts"
+    fp8 = parse_startup_log(
+        "with config: quantization=compressed-tensors\nModel loading took 8 GiB"
+    )
+    assert fp8.quantization == "compressed-tensors"
