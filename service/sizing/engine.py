@@ -208,7 +208,7 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     """none: 16-bit weights; fp8: FP8 linear layers (embedding and LM head stay 16-bit);
     mxfp4: MXFP4 experts (gpt-oss), the rest 16-bit; awq, gptq: 4-bit linear layers in
     groups of 128 as Marlin holds them (``INT4_BYTES``); w4a16-experts: a compressed-tensors
-    W4A16 checkpoint that quantises only the routed experts (``W4A16_EXPERT_BYTES``)."""
+    W4A16 checkpoint that quantises only the routed experts (``w4a16_expert_bytes``)."""
     int4_group_size: int = 128
     """w4a16-experts: values per 16-bit scale (the checkpoint's quantization_config)."""
     mxfp4_backend: Mxfp4Backend = "auto"
@@ -980,6 +980,7 @@ def predict_vllm(
     require(config.block_size in (1, 8, 16, 32, 64, 128, 256), "block_size", "not a vLLM size")
     if config.max_model_len is not None:
         require(config.max_model_len >= 1, "max_model_len", "must be at least 1")
+    require(config.cpu_offload_bytes >= 0, "cpu_offload_bytes", "must not be negative")
     problem = tensor_parallel_problem(model, tp)
     if problem:
         raise SizingError("tensor_parallel_size", problem)
