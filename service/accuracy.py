@@ -16,6 +16,7 @@ from service.catalogue.hf_config import import_config
 from service.sizing.engine import (
     V2_ERAS,
     EngineConfig,
+    EngineEra,
     EnginePrediction,
     era_of_version,
     kv_cache_dtype_of,
@@ -43,8 +44,18 @@ FIT_CASES = frozenset(
         "llmd-h100-llama-3.3-70b-fp8-tp2",
         # v1-0.10 sampler factor, the A100 80GB total and the smallest graph capture
         "dennislee-a100-qwen2-7b-util0.5",
-        # V0 non-torch memory (TP 1; split with custom all-reduce)
+        # V0 non-torch memory: the median of the TP 1 logs that print it; split with custom
+        # all-reduce, the SageMaker TP 8 log
         "vllm-pr10511-h100-llama-3-8b-tp1",
+        "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
+        "oci-a10-llama-3.1-8b-128k-fails",
+        "unknownrepo-24gb-qwen2.5-math-1.5b-v0.7.2",
+        "unknownrepo-rtx2060-12gb-qwen3-4b-fp16-10k-seqs1-util0.95",
+        "unknownrepo-rtx3090-qwen2.5-7b-8k-seqs16",
+        "unknownrepo-rtx4090-48gb-qwen2.5-0.5b-instruct-bnb4-unsloth-32k-util0.78-v0.10.0",
+        "unknownrepo-t4-llama-3.1-8b-instruct-bnb4-unsloth-512-util0.6-lora32-v0.7.2",
+        "unknownrepo-t4-qwen2.5-1.5b-instruct-fp16-32k-util0.5-v0.7.2",
+        "david-share-80gb-phi-4-autoround-gptq-4bit-util0.15-2k",
         "unknownrepo-sagemaker-p4d-a100-40gb-x8-deepseek-coder-v2-lite-tp8-v0.7.1",
         "vllm-10517-rtx3090-llama-3.1-8b-20k",
         "vllm-10517-rtx3090-llama-3.1-8b-29k-fails",
@@ -165,6 +176,8 @@ def _source(case: dict[str, Any]) -> str:
 def config_of(case: dict[str, Any]) -> EngineConfig:
     c = case["config"]
     version = era_of_version(case["vllm_version"])  # an unmodelled release is the first reason
+    if c.get("engine_version"):  # the log shows the engine (0.8-0.10 could still run V0)
+        version = msgspec.convert(c["engine_version"], EngineEra)
     w4a16 = c.get("weight_format") == "int4"
     require(
         not w4a16 or "int4_group_size" in c,

@@ -201,6 +201,18 @@ def _llama(c: _Config) -> Parsed:
     return arch, kinds, window
 
 
+def _phi3(c: _Config) -> Parsed:
+    """Phi-3 / Phi-4: Llama's shapes with fused qkv and gate/up projections (the same parameter
+    count). LongRoPE variants build two rotary caches in vLLM, not modelled: refused."""
+    require(c.raw.get("rope_scaling") is None, c.field("rope_scaling"), "LongRoPE is not supported")
+    require(
+        float(c.raw.get("partial_rotary_factor", 1.0)) == 1.0,
+        c.field("partial_rotary_factor"),
+        "a partial rotary embedding is not supported",
+    )
+    return _llama(c)
+
+
 def _mixtral(c: _Config) -> Parsed:
     experts = Experts(
         routed=c.integer("num_local_experts"),
@@ -359,6 +371,7 @@ def _gemma3_text(c: _Config) -> Parsed:
 FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
     "llama": _llama,
     "mistral": _llama,
+    "phi3": _phi3,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen3": _qwen3,

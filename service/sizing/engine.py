@@ -137,7 +137,7 @@ Qwen3-8B at 2,048 tokens: 2,048 x (3 x 12,288 + 2 x 4,096) x 2 B = 0.17 GiB (0.2
 Below that the dummy sampler's logits in the model's dtype set the peak (seqs x vocab x 2 B:
 0.07 GiB for 256 x 151,936; Qwen2.5-0.5B at 2,048 tokens logs 0.08)."""
 NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
-    "v0": (375_809_638, 2_254_857_830),
+    "v0": (96_636_765, 2_254_857_830),
     "v1-0.10": (139_586_437, 590_558_003),
     "v1-0.11": (139_586_437, 590_558_003),
     "v1-0.19": (257_698_038, 2_254_857_830),
@@ -147,8 +147,10 @@ NON_TORCH_BYTES: dict[EngineEra, tuple[int, int]] = {
 }
 """(TP = 1, TP > 1 with vLLM's custom all-reduce): 0.13 / 0.55 GiB in the llm-d H100 table
 (v0.11); 0.24 / 2.1 GiB in the llm-d-planner v0.19.0 H100 logs ("non-torch forward increase
-memory": Qwen2.5 7B FP8-dynamic TP1, Llama 3.3 70B FP8-dynamic TP2); V0 0.35 GiB (issue
-#10517) and 2.10 GiB split with custom all-reduce (the SageMaker 8x A100 40GB DeepSeek-Coder-
+memory": Qwen2.5 7B FP8-dynamic TP1, Llama 3.3 70B FP8-dynamic TP2); V0 0.09 GiB, the median
+of the twelve V0 logs at TP 1 that print it (0.01-0.35 GiB on T4, RTX 2060/3090/4090, A10-class,
+L40S and H100 cards; two outliers, 1.79 in PR #10511 and 5.21 in PR #10927) and 2.10 GiB split
+with custom all-reduce (the SageMaker 8x A100 40GB DeepSeek-Coder-
 V2-Lite log of 0.7.1: "non_torch_memory takes 2.10GiB"). Without custom all-reduce (more than
 two GPUs without NVLink, GeForce cards, which lack peer-to-peer) a split keeps the TP = 1
 figure: the L40S TP8 log of v0.10.2 reports 0.18 GiB."""

@@ -273,3 +273,27 @@ def test_deepseek_v3_keeps_its_query_lora_and_dense_layers() -> None:
     spec = import_config(config("deepseek-v3"), "deepseek-v3").spec
     assert (spec.q_lora_rank, spec.dense_layers, spec.dense_intermediate_size) == (1536, 3, 18_432)
     assert spec.intermediate_size == 2048
+
+
+def test_phi_4_counts_as_llama_shapes_with_fused_projections() -> None:
+    # microsoft/phi-4 (Phi3ForCausalLM): embedding and untied head 100,352 x 5,120 =
+    # 513,802,240 each; a layer: q and o 5,120 x 5,120 = 26,214,400 each, k and v 5,120 x
+    # (10 x 128) = 6,553,600 each, MLP 3 x 5,120 x 17,920 = 275,251,200, two norms 10,240:
+    # 340,797,440; x 40 = 13,631,897,600; + final norm 5,120: 14,659,507,200.
+    phi4 = {
+        "model_type": "phi3",
+        "hidden_size": 5120,
+        "intermediate_size": 17920,
+        "num_attention_heads": 40,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 10,
+        "max_position_embeddings": 16384,
+        "vocab_size": 100352,
+        "rope_scaling": None,
+        "sliding_window": None,
+        "tie_word_embeddings": False,
+    }
+    assert import_config(phi4, "phi-4").spec.total_params == 14_659_507_200
+    with pytest.raises(SizingError) as err:
+        import_config({**phi4, "rope_scaling": {"type": "longrope"}}, "phi-3.5")
+    assert err.value.field.endswith("rope_scaling")

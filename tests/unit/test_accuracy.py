@@ -71,9 +71,10 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
 
 
 def test_the_collected_cases_as_they_stand() -> None:
-    # 102 cases (26 set a fitted constant). KV tokens within 5%: 71 of 81 (87.7%; held-out 49
-    # of 58; 71 of the 80 runs the method models), short of the issue's 90%. The misses, each
-    # with its cause:
+    # 114 cases (33 set a fitted constant; twelve V0 logs at TP 1 set V0's non-torch figure
+    # together, as their median). KV tokens within 5%: 77 of 91 (84.6%; held-out 51 of 59;
+    # 77 of the 87 runs the method models), short of the issue's 90%. The misses, each with
+    # its cause:
     # - dennislee A100 40GB x2 over Ray (two nodes, custom all-reduce off): +5.5%, ~0.6 GiB of
     #   non-torch memory beyond the single-node figure, not modelled;
     # - Qwen3-32B PP 2 on vLLM 0.27.1 (Model Runner V2): +16.8%, 1.3 GiB less than its TP 2
@@ -81,35 +82,47 @@ def test_the_collected_cases_as_they_stand() -> None:
     # - Qwen3-0.6B on an RTX 4090 under 0.30 (a blog's summary, no total logged): +5.7%;
     # - DeepSeek-R1 on 8x H200, V0 0.7: its weights come out (83.76 against 83.88 GiB), but
     #   non-torch memory is 7.16 GiB at TP 8 (NCCL NVLS buffers, most likely) against 2.10;
-    # - DeepSeek-V2-Lite pre-MLA: the layout and activation are right (its page check passes)
-    #   but the log's non-torch memory is 5.21 GiB on one GPU;
+    # - DeepSeek-V2-Lite pre-MLA: non-torch memory 5.21 GiB on one GPU (its page check
+    #   passes);
+    # - Phi-4 GPTQ at utilisation 0.15 (V0): weights and activation come out, its 0.26 GiB of
+    #   non-torch memory against the median 0.09 is 8% of a 2.18 GiB cache;
     # - four AWQ runs on an RTX 5090 under 0.28 (+12% to +31%): a cold start there holds about
     #   1.4 GiB more outside torch than the method's figure (weights + non-torch 20.04 against
     #   18.62 GiB for the same model warm), whose source is not found;
-    # - not modelled (1): Mixtral AWQ on vLLM 0.2.7 (before the modelled releases).
-    # Weights within 1%: 76 of 77 (DeepSeek-R1-Distill-Qwen-14B at TP 2 on V0 0.7.2, -1.2%,
-    # whose config is a reconstruction).
-    # Failures: 16 of 18; the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die
+    # - not modelled (4): Mixtral AWQ on vLLM 0.2.7 (before the modelled releases); two
+    #   bitsandbytes 4-bit runs under Unsloth; Qwen2.5-VL-7B with LoRA (the importer has no
+    #   qwen2_5_vl vision tower).
+    # Weights within 1%: 83 of 87 (the bitsandbytes and Qwen2.5-VL runs, and DeepSeek-R1-
+    # Distill-Qwen-14B at TP 2 on V0 0.7.2, -1.2%, whose config is a reconstruction).
+    # Failures: 16 of 19; the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die
     # warming up the sampler after the KV cache is allocated, which the budget cannot see
-    # (allocator fragmentation).
+    # (allocator fragmentation); DeepSeek-V2-Lite with --cpu-offload-gb 13 on V1 0.8.3 falls
+    # 0.02 GiB short where the method leaves ~3 GiB (V1's profile brings an offloaded MoE layer
+    # back and runs fused MoE over 8,192 tokens; its activation is modelled as the sampler).
     rep = report()
     measured = [r for r in rep.cases if r.inconsistent is None]
-    assert len(rep.cases) == 102 and sum(r.role == "fit" for r in rep.cases) == 26
-    assert (rep.tokens_within, rep.tokens_cases) == (71, 81)
-    assert (rep.weights_within, rep.weights_cases) == (76, 77)
-    assert (rep.failures_ok, rep.failure_cases) == (16, 18)
+    assert len(rep.cases) == 114 and sum(r.role == "fit" for r in rep.cases) == 33
+    assert (rep.tokens_within, rep.tokens_cases) == (77, 91)
+    assert (rep.weights_within, rep.weights_cases) == (83, 87)
+    assert (rep.failures_ok, rep.failure_cases) == (16, 19)
     assert rep.false_failures == 0 and not rep.meets_bar
     token_misses = {
         r.case for r in measured if r.tokens_error is not None and abs(r.tokens_error) > 0.05
     }
     not_modelled = {r.case for r in rep.cases if r.unsupported}
-    assert not_modelled == {"vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5"}
+    assert not_modelled == {
+        "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
+        "unknownrepo-rtx4090-48gb-qwen2.5-0.5b-instruct-bnb4-unsloth-32k-util0.78-v0.10.0",
+        "unknownrepo-t4-llama-3.1-8b-instruct-bnb4-unsloth-512-util0.6-lora32-v0.7.2",
+        "blog-a800-x4-qwen2.5-vl-7b-instruct-lora-tp4-3k-util0.9-v0.8.2",
+    }
     assert token_misses - not_modelled == {
         "dennislee-a100-40gb-x2-qwen2-7b-tp2-util0.5",
         "kubesimplify-rtxpro6000-qwen3-32b-pp2-util0.426",
         "vllmlearning-rtx4090-qwen3-0.6b-v0.30.0",
         "unknownrepo-h200x8-deepseek-r1-tp8-v0.7-128k",
         "vllm-pr10927-h100-deepseek-v2-lite-chat-pre-mla",
+        "david-share-80gb-phi-4-autoround-gptq-4bit-util0.15-2k",
         "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-16k",
         "unknownrepo-rtx5090-qwen3-14b-awq-util0.7-32k",
         "unknownrepo-rtx5090-qwen3-32b-awq-util0.7-8k-table",
@@ -118,6 +131,7 @@ def test_the_collected_cases_as_they_stand() -> None:
     assert {r.case for r in measured if r.logged_failed and not r.failure_ok} == {
         "llmdplanner-h100-gpt-oss-20b-tp1-v0.19-sampler-oom-fails",
         "llmdplanner-h100-gpt-oss-20b-tp2-util0.95-v0.19-sampler-oom-fails",
+        "vllm-15871-rtx3090-deepseek-v2-lite-chat-cpu-offload13-32k-eager-v0.8.3dev-fails",
     }
     assert {r.case for r in rep.cases if r.inconsistent} == {
         "kubesimplify-rtxpro6000-qwen3-235b-a22b-fp8-pp4",
@@ -127,7 +141,7 @@ def test_the_collected_cases_as_they_stand() -> None:
 
 
 def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
-    # The cases no constant was fitted on: 49 of 58 within 5% (84.5%). A new miss among them
+    # The cases no constant was fitted on: 51 of 59 within 5% (86.4%). A new miss among them
     # (or one fewer) changes this number, on purpose.
     rep = report()
     held_out = [
@@ -136,4 +150,4 @@ def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
         if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
     ]
     within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
-    assert (within, len(held_out)) == (49, 58)
+    assert (within, len(held_out)) == (51, 59)
