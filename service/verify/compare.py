@@ -5,16 +5,19 @@ from typing import Literal
 import msgspec
 
 from service.sizing.engine import (
+    HOPPER_SLUGS,
     EngineConfig,
     EngineEra,
     EnginePrediction,
     Quantization,
+    custom_all_reduce,
     era_of_version,
     kv_cache_dtype_of,
     mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
     quantization_of,
+    runs_on_model_runner_v2,
 )
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -79,6 +82,71 @@ def config_from_log(
         ),
         mla_weights=mla_weights_of(log.vllm_version, version),
     )
+
+
+ACTIVATION_TOLERANCE = 0.25
+NON_TORCH_TOLERANCE = 0.5
+
+
+def activation_cause(
+    model: ModelSpec, config: EngineConfig, logged: int | None, predicted: int
+) -> str:
+    """Why the logged activation peak differs from the plan's, from what moves it."""
+    general = (
+        "The activation peak follows max_num_batched_tokens and max_num_seqs x vocabulary; "
+        "lower them to free KV memory."
+    )
+    rel = _rel(logged, predicted)
+    if rel is None or abs(rel) <= ACTIVATION_TOLERANCE:
+        return general
+    if runs_on_model_runner_v2(model, config.version) and not config.enforce_eager:
+        if rel > 0 and config.compile_cache == "cold":
+            return (
+                "Lower than a first start: the torch.compile cache was warm (a restart on the "
+                "same cache directory skips most of the compile-time peak); plan with "
+                "compile_cache warm for restarts. " + general
+            )
+        if rel < 0 and config.compile_cache == "warm":
+            return (
+                "Higher than a restart: torch.compile compiled during this start (a new cache, "
+                "image or flag change); plan with compile_cache cold for first starts. " + general
+            )
+    if config.version == "v0":
+        return (
+            "V0 profiles max_num_batched_tokens (max(max_model_len, 2048) unless set) in one "
+            "forward pass, then samples max_num_seqs rows of the whole vocabulary. " + general
+        )
+    return general
+
+
+def non_torch_cause(gpu: GpuSpec, config: EngineConfig, logged: int | None, predicted: int) -> str:
+    """Why the logged non-torch memory differs from the plan's (the figure is fitted, per
+    release and split, so a large excess points at something outside the plan)."""
+    general = (
+        "Non-torch memory is the CUDA context, NCCL and all-reduce buffers (higher with "
+        "TP > 1), or another process on the same GPU."
+    )
+    rel = _rel(logged, predicted)
+    if rel is None or rel >= -NON_TORCH_TOLERANCE:  # the log is not much above the plan
+        return general
+    tp = config.tensor_parallel_size
+    if tp == 1:
+        return (
+            "More than one GPU's context and runtime take: another process on this GPU (or, "
+            "for a V0 log, one that was there when the engine measured its baseline), or a "
+            "runtime that keeps more outside torch (WSL2, unified-memory parts)."
+        )
+    if tp > 2 and gpu.slug.startswith(HOPPER_SLUGS) and config.version == "v0":
+        return (
+            "NCCL's NVLink SHARP (NVLS) buffers on Hopper with NVSwitch and more than two GPUs "
+            "(vLLM issue #9699: NCCL_NVLS_ENABLE=0 frees them), or another process."
+        )
+    if not custom_all_reduce(gpu, tp):
+        return (
+            "NCCL's own buffers without vLLM's custom all-reduce (a group spanning nodes, or "
+            "GPUs without peer-to-peer), or another process on one of the GPUs."
+        )
+    return general
 
 
 def _rel(logged: float | None, predicted: float | None) -> float | None:
@@ -148,18 +216,16 @@ def compare(
             log.activation_bytes,
             g.activation_bytes,
             g.activation_gib,
-            0.25,
-            "The activation peak follows max_num_batched_tokens and max_num_seqs x vocabulary; "
-            "lower them to free KV memory.",
+            ACTIVATION_TOLERANCE,
+            activation_cause(model, config, log.activation_bytes, g.activation_bytes),
         ),
         (
             "non_torch_gib",
             log.non_torch_bytes,
             g.non_torch_bytes,
             g.non_torch_gib,
-            0.5,
-            "Non-torch memory is the CUDA context, NCCL and all-reduce buffers (higher with "
-            "TP > 1), or another process on the same GPU.",
+            NON_TORCH_TOLERANCE,
+            non_torch_cause(gpu, config, log.non_torch_bytes, g.non_torch_bytes),
         ),
         (
             "kv_cache_gib",

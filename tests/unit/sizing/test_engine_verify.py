@@ -1,7 +1,10 @@
 """/verify's core: the configuration a log echoes, and each logged budget term against the
 vLLM method's prediction (service/verify/compare.py, pure)."""
 
+import msgspec
+
 from service.sizing.engine import EngineConfig
+from service.sizing.hardware import GpuSpec
 from service.sizing.startup_log import StartupLog
 from service.verify.compare import compare, config_from_log
 from tests.unit.sizing.specs import LLAMA_8B
@@ -52,3 +55,36 @@ def test_budget_terms_are_judged_against_their_tolerance() -> None:
     # No tokens logged: the predicted 427,040 // 8,192 = 52 conversations hold the 8 users.
     assert answer.plan_short is False
     assert answer.summary == "0 problem(s), 1 warning(s): non_torch_gib"
+
+
+def _cause(log: StartupLog, base: EngineConfig, quantity: str, gpu: GpuSpec = H100) -> str:
+    answer = compare(LLAMA_8B, gpu, log, base, users=1)
+    return next(d.likely_cause for d in answer.differences if d.quantity == quantity)
+
+
+def test_a_non_torch_excess_names_what_holds_it() -> None:
+    # One GPU, 1 GiB logged against the 0.13 GiB planned (v1-0.11): another process or the
+    # platform's runtime.
+    log = StartupLog(non_torch_bytes=GIB)
+    assert "another process" in _cause(log, BASE, "non_torch_gib")
+    # V0 at TP 8 on Hopper (NVSwitch, more than two GPUs): NCCL's NVLS buffers.
+    v0 = msgspec.structs.replace(BASE, version="v0", tensor_parallel_size=8)
+    assert "NVLS" in _cause(StartupLog(non_torch_bytes=7 * GIB), v0, "non_torch_gib")
+    # TP 2 on GeForce cards (no peer-to-peer, no custom all-reduce): NCCL's own buffers.
+    rtx = GpuSpec(slug="rtx-4090", memory_bytes=24 * GIB, hbm_bytes_per_s=10**12)
+    tp2 = msgspec.structs.replace(BASE, tensor_parallel_size=2)
+    assert "custom all-reduce" in _cause(StartupLog(non_torch_bytes=GIB), tp2, "non_torch_gib", rtx)
+    # Within the tolerance the general sentence stays.
+    assert _cause(StartupLog(non_torch_bytes=139_586_437), BASE, "non_torch_gib").startswith(
+        "Non-torch memory is"
+    )
+
+
+def test_a_v2_activation_far_below_a_first_start_points_at_a_warm_compile_cache() -> None:
+    # Model Runner V2 (0.23+, a dense model), first start: 4,096 x 343,409 = 1,406,603,264 B
+    # planned; 0.2 GiB logged is the warm-cache figure. The other way round (planned warm,
+    # logged a first start's peak): it compiled.
+    v2 = msgspec.structs.replace(BASE, version="v2-runner")
+    assert "warm" in _cause(StartupLog(activation_bytes=GIB // 5), v2, "activation_gib")
+    warm = msgspec.structs.replace(v2, compile_cache="warm")
+    assert "compiled" in _cause(StartupLog(activation_bytes=3 * GIB), warm, "activation_gib")
