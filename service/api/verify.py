@@ -22,6 +22,7 @@ from service.plans.bounds import SlugRef, Users, Utilisation
 from service.plans.evaluate import resolve_model
 from service.sizing.engine import (
     LATEST_ERA,
+    CompileCache,
     EngineConfig,
     EngineEra,
     KvCacheDtype,
@@ -50,6 +51,9 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Default: what the log echoes (quantization=...), else none (16-bit)."""
     int4_group_size: Literal[32, 64, 128] = 128
     """quantization w4a16-experts: the checkpoint's group size (not in the log)."""
+    compile_cache: CompileCache = "cold"
+    """Model Runner V2: default unless the log shows torch.compile loading from its cache
+    (warm) or compiling (cold)."""
     kv_cache_dtype: KvCacheDtype = "auto"
     block_size: int = 16
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
@@ -80,6 +84,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         max_num_seqs=data.max_num_seqs,
         version=LATEST_ERA,
         int4_group_size=data.int4_group_size,
+        compile_cache=data.compile_cache,
     )
     return compare(
         model,

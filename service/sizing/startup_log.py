@@ -11,6 +11,7 @@ non-default args dict, and the start-up failures ("No available memory for the c
 
 import re
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
@@ -55,6 +56,9 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     block_size: int | None = None
     cpu_offload_bytes: int | None = None
     """--cpu-offload-gb (GiB in the flag) in bytes."""
+    compile_cache: Literal["cold", "warm"] | None = None
+    """warm: "Directly load the compiled graph(s) ... from the cache"; cold: "Compiling a
+    graph for ..." (torch.compile ran during this start)."""
     total_gpu_memory_bytes: int | None = None
     weights_bytes: int | None = None
     activation_bytes: int | None = None
@@ -152,6 +156,8 @@ _CONFIG: dict[str, re.Pattern[str]] = {
 _W4A16_EXPERTS = re.compile(r"CompressedTensorsWNA16(?:Marlin)?MoEMethod")
 """compressed-tensors W4A16 experts: the checkpoint's quantization= echo says only
 compressed-tensors, which the engine would otherwise take for FP8."""
+_COMPILE_WARM = re.compile(r"Directly load the compiled graph")
+_COMPILE_COLD = re.compile(r"Compiling a graph for")
 _FLAGS: dict[str, re.Pattern[str]] = {
     "gpu_memory_utilization": re.compile(r"--gpu[-_]memory[-_]utilization[= ]([\d.]+)"),
     "tensor_parallel_size": re.compile(r"(?:--tensor[-_]parallel[-_]size|-tp)[= ](\d+)"),
@@ -252,6 +258,10 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = int(value)
         if _W4A16_EXPERTS.search(line):
             found["w4a16_experts"] = True
+        if _COMPILE_WARM.search(line):
+            found["compile_cache"] = "warm"
+        elif _COMPILE_COLD.search(line):
+            found.setdefault("compile_cache", "cold")
         matched += hit
     if found.pop("w4a16_experts", False) and found.get("quantization") == "compressed-tensors":
         found["quantization"] = "w4a16-experts"

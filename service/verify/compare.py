@@ -71,6 +71,7 @@ def config_from_log(
         block_size=log.block_size or base.block_size,
         enforce_eager=log.enforce_eager if log.enforce_eager is not None else base.enforce_eager,
         gpu_total_bytes=log.total_gpu_memory_bytes or base.gpu_total_bytes,
+        compile_cache=log.compile_cache or base.compile_cache,
         cpu_offload_bytes=(
             log.cpu_offload_bytes if log.cpu_offload_bytes is not None else base.cpu_offload_bytes
         ),

@@ -152,3 +152,19 @@ def test_a_w4a16_experts_checkpoint_is_not_taken_for_fp8() -> None:
         "with config: quantization=compressed-tensors\nModel loading took 8 GiB"
     )
     assert fp8.quantization == "compressed-tensors"
+
+
+def test_the_compile_cache_state_a_v2_log_shows() -> None:
+    # vLLM 0.26.0 on a 16 GB card: torch.compile loaded from its cache -> warm; the RunPod
+    # Qwen3-8B first start compiled -> cold; a log silent on it leaves it to the request.
+    warm = parse_startup_log(
+        "[backends.py:292] Directly load the compiled graph(s) for compile range (1, 32768) "
+        "from the cache, took 0.648 s\n[gpu_worker.py:560] Available KV cache memory: 11.94 GiB"
+    )
+    assert warm.compile_cache == "warm"
+    cold = parse_startup_log(
+        "[backends.py:393] Compiling a graph for compile range (1, 8192) takes 26.64 s\n"
+        "[gpu_worker.py:563] Available KV cache memory: 4.92 GiB"
+    )
+    assert cold.compile_cache == "cold"
+    assert parse_startup_log("Available KV cache memory: 1.00 GiB").compile_cache is None

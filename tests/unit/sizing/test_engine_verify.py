@@ -27,6 +27,11 @@ def test_the_log_overrides_the_request_flags() -> None:
     assert (c.version, c.quantization, c.kv_cache_dtype) == ("v0", "fp8", "fp8")
     assert (c.tensor_parallel_size, c.max_model_len) == (2, 20_000)
     assert c.gpu_total_bytes == 80 * GIB  # the log is silent: the request's value stays
+    # A log showing torch.compile loading from its cache sets the warm Model Runner V2 peak.
+    assert config_from_log(StartupLog(compile_cache="warm"), BASE, None, None).compile_cache == (
+        "warm"
+    )
+    assert c.compile_cache == "cold"  # silent log: the request's (default) state
     # The request's own quantization and era win over what the log echoes.
     c = config_from_log(log, BASE, "none", "v1-0.11")
     assert (c.version, c.quantization) == ("v1-0.11", "none")
