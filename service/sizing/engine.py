@@ -1065,12 +1065,11 @@ def predict_vllm(
         start += count
         # --cpu-offload-gb: MLA's absorbed copies are built where their weights are (on the CPU
         # for a layer offloaded whole).
-        offloaded = offloaded_layer_bytes(
-            [size - mla_extra for size in stage_layers], config.cpu_offload_bytes
-        )
+        checkpoint = [size - mla_extra for size in stage_layers]
+        offloaded = offloaded_layer_bytes(checkpoint, config.cpu_offload_bytes)
         stage_bytes = sum(
-            size - off - (mla_extra if off == size - mla_extra and off else 0)
-            for size, off in zip(stage_layers, offloaded, strict=True)
+            kept - off + (mla_extra if off < kept else 0)
+            for kept, off in zip(checkpoint, offloaded, strict=True)
         )
         first, last = index == 0, index == pp - 1
         weights = stage_bytes + edge * (first + (last or head_everywhere)) + rope

@@ -213,6 +213,7 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     none of them."""
     found: dict[str, object] = {}
     matched = 0
+    w4a16_experts = False
     for line in text.splitlines():
         hit = False
         for name, pattern in _PATTERNS.items():
@@ -256,14 +257,13 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = _gib(value)
                 else:
                     found[name] = int(value)
-        if _W4A16_EXPERTS.search(line):
-            found["w4a16_experts"] = True
+        w4a16_experts = w4a16_experts or bool(_W4A16_EXPERTS.search(line))
         if _COMPILE_WARM.search(line):
             found["compile_cache"] = "warm"
         elif _COMPILE_COLD.search(line):
             found.setdefault("compile_cache", "cold")
         matched += hit
-    if found.pop("w4a16_experts", False) and found.get("quantization") == "compressed-tensors":
+    if w4a16_experts and found.get("quantization") == "compressed-tensors":
         found["quantization"] = "w4a16-experts"
     if matched == 0:
         raise SizingError(
