@@ -623,11 +623,12 @@ def test_every_model_runs_on_model_runner_v2_from_0_29() -> None:
     # 0.23-0.28 keep MoE models on the original runner (a CUDA-graph estimate in the budget);
     # from 0.29 (vLLM PR #53183) gpt-oss runs on V2: no graph term, and its warm forward peak
     # is the MoE MLP over 8,192 tokens, 4 experts of 2,880: 8,192 x (3 x 4 x 2,880 + 2 x 2,880)
-    # x 2 B = 660,602,880 B, above the sampler's 1,024 x 201,088 x 2 = 411,828,224 B.
+    # x 2 B = 660,602,880 B, above the sampler's 1,024 x 201,088 x 2 = 411,828,224 B. The
+    # original runner's graph term is the fitted estimate, 1,428,076,216 B.
     config = EngineConfig(quantization="mxfp4", compile_cache="warm")
     runner = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
     v2 = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-all"))
-    assert runner.per_gpu.cuda_graph_bytes > 0 and v2.per_gpu.cuda_graph_bytes == 0
+    assert runner.per_gpu.cuda_graph_bytes == 1_428_076_216 and v2.per_gpu.cuda_graph_bytes == 0
     assert v2.per_gpu.activation_bytes == 660_602_880
 
 
@@ -635,9 +636,11 @@ def test_xpu_holds_mxfp4_experts_unpadded_with_16_bit_biases() -> None:
     # Mxfp4MoeBackend.XPU: I rounded to 64 (2,880 stays), H unpadded, bf16 biases. An expert:
     # w13 2 x 2,880 x 2,880 / 2 = 8,294,400 + its scales / 32 = 518,400, w2 4,147,200 + 259,200,
     # biases (5,760 + 2,880) x 2 = 17,280: 13,236,480 B; x 24 layers x 32 = 10,165,616,640 B.
-    # Marlin pads H to 3,072 (256) and I to 2,944 (128) for the same experts.
+    # Marlin pads H to 3,072 (256) and I to 2,944 (128) for the same experts: w13 2 x 2,944 x
+    # 3,072 / 2 = 9,043,968 + 565,248 of scales, w2 4,521,984 + 282,624, biases (5,888 + 3,072)
+    # x 2 = 17,920: 14,431,744 B an expert, 11,083,579,392 B for 768.
     assert mxfp4_expert_bytes(GPT_OSS_20B, 1, "xpu") == 10_165_616_640
-    assert mxfp4_expert_bytes(GPT_OSS_20B, 1, "marlin") > 10_165_616_640
+    assert mxfp4_expert_bytes(GPT_OSS_20B, 1, "marlin") == 11_083_579_392
 
 
 def test_xpu_blocks_of_64_tokens_and_its_own_non_torch_memory() -> None:
@@ -664,8 +667,17 @@ def test_xpu_blocks_of_64_tokens_and_its_own_non_torch_memory() -> None:
     assert p.per_gpu.non_torch_bytes == 1_580_500_000 and p.per_gpu.cuda_graph_bytes == 0
     compiled = predict_vllm(GPT_OSS_20B, gpu, msgspec.structs.replace(config, enforce_eager=False))
     assert compiled.per_gpu.non_torch_bytes == 1_821_000_000
-    # The tokens line is concurrency x max_model_len: blocks / 2,115 x 131,072.
-    assert p.kv_cache_tokens == p.per_gpu.num_blocks * 131_072 // 2_115
+    # The budget: 24,384,000,000 x 0.8 = 19,507,200,000. Weights: the experts 10,165,616,640 +
+    # the other 20,914,757,184 - 768 x (3 x 2,880 x 2,880 + 2 x 2,880 + 2,880) = 1,797,824,064
+    # parameters x 2 B = 3,595,648,128 + the rope cache 131,072 x 64 x 2 = 16,777,216:
+    # 13,778,041,984. The original runner's sampler peak (0.28 keeps MoE there) 3.9 x 256 x
+    # 201,088 x 4 = 803,065,036. KV 19,507,200,000 - 13,778,041,984 - 803,065,036 -
+    # 1,580,500,000 = 3,345,592,980 B = 2,127 blocks; the tokens line (concurrency x
+    # max_model_len) 2,127 / 2,115 x 131,072 = 131,815 (the Arc Pro B60 log's own figure).
+    assert p.per_gpu.weights_bytes == 13_778_041_984
+    assert p.per_gpu.activation_bytes == 803_065_036
+    assert p.per_gpu.kv_cache_bytes == 3_345_592_980
+    assert (p.per_gpu.num_blocks, p.kv_cache_tokens) == (2_127, 131_815)
 
 
 def test_v0_activation_is_the_larger_of_the_forward_pass_and_the_sampler() -> None:
