@@ -15,11 +15,16 @@ import msgspec
 from service.catalogue.hf_config import import_config
 from service.sizing.engine import (
     V2_ERAS,
+    BnbAbsmax,
     EngineConfig,
     EngineEra,
     EnginePrediction,
+    bnb_absmax_of,
+    bnb_skipped_layers,
     era_of_version,
     kv_cache_dtype_of,
+    lora_extra_vocab_of,
+    lora_in_weights_of,
     mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
@@ -173,6 +178,23 @@ def _source(case: dict[str, Any]) -> str:
     return f"{s['repository']} {ref}"
 
 
+def _hf_config(case: dict[str, Any]) -> dict[str, Any]:
+    """The case's own config.json (empty for a catalogue model)."""
+    c = case["config"]
+    if not c.get("hf_config"):
+        return {}
+    path = Path(case.get("_dir", CASES_DIR)) / c["hf_config"]
+    raw: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return raw
+
+
+def _bnb_skips(case: dict[str, Any], layers: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The decoder layers a bitsandbytes checkpoint keeps 16-bit, from its quantization_config
+    (the case's config.json)."""
+    quant = _hf_config(case).get("quantization_config") or {}
+    return bnb_skipped_layers(list(quant.get("llm_int8_skip_modules") or []), layers)
+
+
 def config_of(case: dict[str, Any]) -> EngineConfig:
     c = case["config"]
     version = era_of_version(case["vllm_version"])  # an unmodelled release is the first reason
@@ -191,6 +213,16 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         f"vLLM's {device} platform is not modelled (CUDA, ROCm and XPU GPUs are)",
     )
     total = case.get("gpu_total_gib_logged")
+    quantization = "w4a16-experts" if w4a16 else quantization_of(c.get("quantization") or "none")
+    skip_attention: tuple[int, ...] = ()
+    skip_mlp: tuple[int, ...] = ()
+    if quantization == "bnb-nf4":
+        skip_attention, skip_mlp = _bnb_skips(case, model_of(case).layers)
+    absmax: BnbAbsmax = (
+        msgspec.convert(c["bnb_absmax"], BnbAbsmax)
+        if c.get("bnb_absmax")
+        else bnb_absmax_of(case["vllm_version"])
+    )
     return EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
         pipeline_parallel_size=c.get("pipeline_parallel_size") or 1,
@@ -199,10 +231,17 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         dtype="float32" if c.get("dtype") == "float32" else "auto",
         block_size=c.get("block_size") or 16,
         kv_cache_dtype=kv_cache_dtype_of(c.get("kv_cache_dtype", "auto")),
-        quantization=(
-            "w4a16-experts" if w4a16 else quantization_of(c.get("quantization") or "none")
-        ),
+        quantization=quantization,
         int4_group_size=c.get("int4_group_size", 128),
+        bnb_absmax=absmax,
+        bnb_skip_attention_layers=skip_attention,
+        bnb_skip_mlp_layers=skip_mlp,
+        enable_lora=bool(c.get("enable_lora")),
+        max_loras=c.get("max_loras") or 1,
+        max_lora_rank=c.get("max_lora_rank") or 16,
+        lora_embeddings=bool(c.get("lora_embeddings")),
+        lora_extra_vocab_size=lora_extra_vocab_of(case["vllm_version"]),
+        lora_in_weights=lora_in_weights_of(case["vllm_version"]),
         max_num_batched_tokens=c.get("max_num_batched_tokens"),
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),

@@ -26,6 +26,7 @@ from service.sizing.engine import (
     EngineConfig,
     EngineEra,
     KvCacheDtype,
+    LoraRank,
     Quantization,
 )
 from service.sizing.startup_log import parse_startup_log
@@ -60,6 +61,13 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
     engine_version: EngineEra | None = None
     """Default: from the version the log prints, else the current releases' (v2-all)."""
+    enable_lora: bool = False
+    """Default: what the log shows (--enable-lora, or the LoRA manager's PunicaWrapper line)."""
+    max_loras: Annotated[int, Meta(ge=1, le=1024)] = 1
+    max_lora_rank: LoraRank = 16
+    lora_embeddings: bool = False
+    """The model's vLLM class puts LoRA on its embedding and LM head (Llama, Mistral,
+    Mixtral; not Qwen2/Qwen3)."""
 
 
 @post(
@@ -85,6 +93,10 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         version=LATEST_ERA,
         int4_group_size=data.int4_group_size,
         compile_cache=data.compile_cache,
+        enable_lora=data.enable_lora,
+        max_loras=data.max_loras,
+        max_lora_rank=data.max_lora_rank,
+        lora_embeddings=data.lora_embeddings,
     )
     return compare(
         model,

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from service.sizing.engine import bnb_skipped_layers
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.models import LayerType, ModelSpec, validate_model
@@ -25,6 +26,7 @@ from service.sizing.params import (
     LinearKind,
     ParamCount,
     count_params,
+    linear_weights,
     mtp_params,
 )
 from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_bytes
@@ -502,10 +504,71 @@ def _quant_scheme(c: _Config, arch: Architecture) -> tuple[QuantScheme, NumberFo
         quantized = ALL_LINEAR_BUT_ROUTER
         scheme = QuantScheme(method="int4", quantized=quantized, value_format=fmt)
         return scheme, FORMATS[f"{method}-int4"], [f"{method.upper()} int4, group {group}"]
+    if method == "bitsandbytes":
+        require(not q.raw.get("load_in_8bit"), q.field("load_in_8bit"), "only 4-bit bitsandbytes")
+        kind = q.raw.get("bnb_4bit_quant_type", "fp4")
+        require(kind in ("nf4", "fp4"), q.field("bnb_4bit_quant_type"), "must be nf4 or fp4")
+        # One absmax per 64 values: a uint8 with an fp32 per 256 of them when double-quantised,
+        # else an fp32 (bitsandbytes quantize_4bit, blocksize 64).
+        fmt = FORMATS["nf4"]
+        double = bool(q.raw.get("bnb_4bit_use_double_quant"))
+        if not double:
+            fmt = msgspec.structs.replace(
+                fmt, scale_bits=32, super_block_size=0, super_scale_bits=0
+            )
+        scheme = QuantScheme(
+            method="int4", quantized=frozenset({"attention", "dense_ffn"}), value_format=fmt
+        )
+        note = f"bitsandbytes {kind} 4-bit, " + (
+            "double-quantised block scales" if double else "fp32 block scales"
+        )
+        return scheme, FORMATS["nf4"], [note + "; embeddings, head and norms 16-bit"]
     raise SizingError(
         q.field("quant_method"),
-        f"unsupported quantization {method!r}; supported: mxfp4, fp8, gptq, awq",
+        f"unsupported quantization {method!r}; supported: mxfp4, fp8, gptq, awq, bitsandbytes",
     )
+
+
+def _bnb_skipped(
+    c: _Config, arch: Architecture, scheme: QuantScheme, stored: CheckpointBytes
+) -> tuple[CheckpointBytes, list[str]]:
+    """A bitsandbytes checkpoint's llm_int8_skip_modules layers (Unsloth's dynamic 4-bit keeps
+    some attention and MLP blocks 16-bit): their matrices move from the quantised bytes to the
+    16-bit ones."""
+    q = c.raw.get("quantization_config") or {}
+    if q.get("quant_method") != "bitsandbytes" or scheme.value_format is None:
+        return stored, []
+    skips = q.get("llm_int8_skip_modules") or []
+    require(
+        isinstance(skips, list) and all(isinstance(x, str) for x in skips),
+        f"{FIELD}.quantization_config.llm_int8_skip_modules",
+        "must be a list of module names",
+    )
+    attention, mlp = bnb_skipped_layers(skips, arch.layers)
+    if not attention and not mlp:
+        return stored, []
+    fmt, per = scheme.value_format, scheme.unquantized_bytes_per_param
+    moved_params = moved_bytes = 0
+    for w in linear_weights(arch):
+        layers = len(attention) if w.kind == "attention" else len(mlp)
+        if w.kind not in ("attention", "dense_ffn") or not layers:
+            continue
+        params = w.out_features * w.in_features * layers
+        moved_params += params
+        moved_bytes += fmt.bytes_for(w.out_features * w.in_features) * layers
+    stored = msgspec.structs.replace(
+        stored,
+        total_bytes=stored.total_bytes - moved_bytes + moved_params * per,
+        quantized_params=stored.quantized_params - moved_params,
+        quantized_bytes=stored.quantized_bytes - moved_bytes,
+        unquantized_params=stored.unquantized_params + moved_params,
+        unquantized_bytes=stored.unquantized_bytes + moved_params * per,
+    )
+    note = (
+        f"llm_int8_skip_modules keeps {len(attention)} attention and {len(mlp)} MLP blocks "
+        f"16-bit ({moved_params:,} parameters)"
+    )
+    return stored, [note]
 
 
 def import_config(
@@ -532,6 +595,8 @@ def import_config(
     mtp_layers = top.integer("num_nextn_predict_layers", 0, minimum=0)
     scheme, weight_format, quant_notes = _quant_scheme(top, arch)
     stored = checkpoint_bytes(arch, scheme, mtp_layers)
+    stored, skip_notes = _bnb_skipped(top, arch, scheme, stored)
+    quant_notes = quant_notes + skip_notes
     if vision:
         vision_bytes = vision * scheme.unquantized_bytes_per_param
         stored = msgspec.structs.replace(

@@ -55,7 +55,11 @@ logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
 v2-all: 0.29 and later, every model on Model Runner V2 (vLLM PR #53183, "Use MRV2 for all models
 by default", which dropped the dense-only gate; the 0.29 gpt-oss-20b log on XPU runs on it)."""
 
-Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq", "w4a16-experts"]
+Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq", "w4a16-experts", "bnb-nf4"]
+BnbAbsmax = Literal["nested", "fp32"]
+"""How vLLM keeps a bitsandbytes 4-bit matrix's block scales after loading (``bnb_matrix_bytes``):
+nested, the checkpoint's double quantisation (a uint8 per 64 values and an fp32 per 256 of
+those); fp32, one fp32 per 64 values (0.9.2 on dequantizes the nested scales while loading)."""
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 CompileCache = Literal["cold", "warm"]
@@ -213,6 +217,33 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     W4A16 checkpoint that quantises only the routed experts (``w4a16_expert_bytes``)."""
     int4_group_size: int = 128
     """w4a16-experts: values per 16-bit scale (the checkpoint's quantization_config)."""
+    bnb_absmax: BnbAbsmax = "fp32"
+    """bnb-nf4: the block scales' layout after loading (``bnb_absmax_of`` a release; Unsloth's
+    fast_inference patches the 0.9.2+ dequantisation out, keeping them nested)."""
+    bnb_skip_attention_layers: tuple[int, ...] = ()
+    """bnb-nf4: decoder layers whose attention the checkpoint keeps 16-bit (its quantization_config
+    llm_int8_skip_modules, e.g. "model.layers.0.self_attn" in Unsloth's dynamic 4-bit repacks);
+    ``bnb_skipped_layers`` reads them from the list."""
+    bnb_skip_mlp_layers: tuple[int, ...] = ()
+    """bnb-nf4: decoder layers whose MLP the checkpoint keeps 16-bit ("model.layers.2.mlp")."""
+    enable_lora: bool = False
+    """--enable-lora: vLLM pre-allocates max_loras adapter slots of max_lora_rank in every
+    wrapped layer (``lora_layer_bytes``, ``lora_embedding_bytes``, ``punica_metadata_bytes``)."""
+    max_loras: int = 1
+    max_lora_rank: int = 16
+    lora_embeddings: bool = False
+    """The model's vLLM class lists LoRA embedding modules (Llama, Mistral, Mixtral:
+    ``embedding_modules = {"embed_tokens": ..., "lm_head": ...}``; Qwen2 and Qwen3 list none):
+    LoRA also wraps the embedding and the logits, and the model is built with
+    lora_extra_vocab_size more rows."""
+    lora_extra_vocab_size: int = 256
+    """LoRAConfig's default until vLLM removed the extra vocabulary (PRs #28382 / #28545, November
+    2025; ``lora_extra_vocab_of``)."""
+    lora_in_weights: bool = True
+    """Whether "Model loading took" (and so the KV budget) counts the LoRA slots: from 0.8 (vLLM PR
+    #14469, "Make the deviceprofiler include LoRA memory"); before it V0 created the LoRA manager
+    after the measurement and the slots came out of the memory left outside the budget
+    (``lora_in_weights_of``)."""
     mxfp4_backend: Mxfp4Backend = "auto"
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
@@ -301,9 +332,9 @@ def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
     return "absorbed-bf16" if release >= (0, 7, 3) else "absorbed-fp32"
 
 
-FOUR_BIT_METHODS = frozenset({"gptq_marlin_24", "bitsandbytes", "gguf"})
+FOUR_BIT_METHODS = frozenset({"gptq_marlin_24", "gguf"})
 """vLLM quantization methods with 4-bit (or smaller) weights whose loaded layout is not
-modelled (2:4 sparse Marlin, bitsandbytes NF4, GGUF's many block formats)."""
+modelled (2:4 sparse Marlin, GGUF's many block formats)."""
 INT4_BYTES: dict[str, tuple[int, int]] = {"gptq": (66, 128), "awq": (133, 256)}
 """Bytes per quantised weight as vLLM's Marlin kernels hold an AWQ / GPTQ 4-bit checkpoint
 (``awq_marlin.py``, ``gptq_marlin.py``, ``utils/marlin_utils.py``), groups of 128: the packed
@@ -336,10 +367,276 @@ def w4a16_expert_bytes(model: ModelSpec, tensor_parallel: int, group_size: int) 
     return values // 2 + values * 2 // group_size
 
 
+def bnb_absmax_of(version: str | None) -> BnbAbsmax:
+    """How a release keeps bitsandbytes block scales: vLLM PR #19742 ("Modify the logic of BNB
+    double quantization", merged June 2025, first released in 0.9.2) added
+    ``BitsAndBytesModelLoader._dequantize_dq``, which replaces each nested uint8 absmax by its
+    fp32 dequantisation while binding the quant states (``_bind_quant_states_to_params``);
+    before it vLLM kept the checkpoint's double-quantised state as bitsandbytes'
+    ``QuantState.from_dict`` built it. Unreadable versions: the current behaviour (fp32)."""
+    release = _release(version) if version else None
+    return "nested" if release is not None and release < (0, 9, 2) else "fp32"
+
+
+def lora_in_weights_of(version: str | None) -> bool:
+    """Whether a release's weights line counts the LoRA slots: vLLM PR #14469 (March 2025, in
+    0.8.0) moved ``create_lora_manager`` inside ``DeviceMemoryProfiler`` in ``load_model``. Up to
+    0.7.3 the V0 ``ModelRunner.load_model`` logged "Loading model weights took" and only then
+    built the ``LRUCacheWorkerLoRAManager`` (the 0.7.2 T4 log prints "Using PunicaWrapperGPU"
+    after the weights line; the 0.10.0 one before "Model loading took"). ``memory_profiling``
+    then measures the profile's peak from a baseline that already holds the slots, so before 0.8
+    they are counted nowhere in the KV budget."""
+    release = _release(version) if version else None
+    return release is None or release >= (0, 8, 0)
+
+
+def lora_extra_vocab_of(version: str | None) -> int:
+    """LoRAConfig.lora_extra_vocab_size's default: 256 until vLLM PRs #28382 / #28545 removed the
+    LoRA extra vocabulary (November 2025; taken as from 0.12.0), 0 after."""
+    release = _release(version) if version else None
+    return 0 if release is None or release >= (0, 12, 0) else 256
+
+
+_BNB_SKIP = re.compile(r"^(?:model\.)?layers\.(\d+)\.(self_attn|mlp)$")
+
+
+def bnb_skipped_layers(
+    skip_modules: list[str], layers: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(attention layers, MLP layers) a checkpoint's llm_int8_skip_modules keeps 16-bit. vLLM's
+    ``BitsAndBytesConfig.get_quant_method`` gives a linear layer ``UnquantizedLinearMethod`` when
+    ``is_layer_skipped_bnb`` matches its prefix (a skip entry equal to one of the prefix's
+    leading paths, "model.layers.0.self_attn" for "model.layers.0.self_attn.qkv_proj"). Entries
+    naming one projection of a fused module ("model.layers.0.self_attn.q_proj") match no vLLM
+    prefix (qkv_proj is one module) and Unsloth only writes them beside their parent
+    (``vllm_dynamic_quant_supported``); "lm_head" and the vision entries are not decoder linear
+    layers. Both are ignored."""
+    attention: set[int] = set()
+    mlp: set[int] = set()
+    for entry in skip_modules:
+        m = _BNB_SKIP.match(entry.strip())
+        if not m:
+            continue
+        index = int(m[1])
+        require(0 <= index < layers, "llm_int8_skip_modules", f"{entry}: no such layer")
+        (attention if m[2] == "self_attn" else mlp).add(index)
+    return tuple(sorted(attention)), tuple(sorted(mlp))
+
+
+ALLOCATOR_BLOCK_BYTES = 512
+"""PyTorch's caching allocator rounds every allocation up to 512 B (``kMinBlockSize``), and
+``torch.cuda.memory_allocated`` (what vLLM's weights line measures) counts the rounded block: a
+bitsandbytes quant state's 64-byte code table takes 512 B."""
+BNB_BLOCK_VALUES = 64
+"""bitsandbytes 4-bit: one absmax per 64 values (``quantize_4bit``'s default blocksize, which
+vLLM's in-flight quantisation and Unsloth's checkpoints use)."""
+BNB_NESTED_BLOCKS = 256
+"""Double quantisation: the absmax values are quantised to uint8 in blocks of 256, each with an
+fp32 scale (``nested_absmax``), through a 256-entry fp32 code (``nested_quant_map``)."""
+
+
+def _allocated(nbytes: int) -> int:
+    return _round_up(nbytes, ALLOCATOR_BLOCK_BYTES)
+
+
+def bnb_matrix_bytes(values: int, absmax: BnbAbsmax) -> int:
+    """One checkpoint weight matrix of ``values`` as vLLM holds it after a bitsandbytes 4-bit
+    load (vllm/model_executor/layers/quantization/bitsandbytes.py
+    ``BitsAndBytesLinearMethod.create_weights`` / ``create_qweight_for_4bit``; the loader
+    ``BitsAndBytesModelLoader``, in model_loader/loader.py in 0.7 (``_load_weights``) and in
+    model_loader/bitsandbytes_loader.py by 0.10 (``load_weights``)):
+
+    * the packed weight: uint8 of values / quant_ratio, quant_ratio = 16-bit params_dtype bits
+      / 8 = 2, i.e. two 4-bit values a byte; a fused module (qkv_proj, gate_up_proj) holds its
+      matrices' bytes back to back in one parameter (``bnb_shard_offsets``);
+    * its ``QuantState``, one per checkpoint matrix (``_quantized_4bit_generator`` parses it from
+      the checkpoint's ``.absmax``, ``.quant_map``, ``.nested_absmax``, ``.nested_quant_map`` and
+      ``.quant_state.bitsandbytes__nf4`` tensors with ``QuantState.from_dict(...,
+      device="cuda")``; in-flight quantisation gets the same from ``quantize_4bit(...,
+      compress_statistics=True, quant_type="nf4")``): the code (16 fp32 values) and the absmax,
+      nested: a uint8 per 64 values, an fp32 per 256 of those, the nested 256-entry fp32 code
+      and the fp32 offset scalar; fp32 (``_dequantize_dq``, 0.9.2 on): an fp32 per 64 values,
+      the nested tensors freed.
+
+    Small tensors are counted as the allocator's 512-byte blocks (``ALLOCATOR_BLOCK_BYTES``); the
+    packed weight is a slice of its module's large parameter. Llama 3.1 8B's q_proj (16,777,216
+    values), nested: 8,388,608 + 262,144 + 4,096 + 1,024 + 512 + 512 = 8,656,896 B."""
+    blocks = ceil_div(values, BNB_BLOCK_VALUES)
+    state = _allocated(16 * 4)  # quant_map: the 16 NF4 levels, fp32
+    if absmax == "fp32":
+        state += _allocated(blocks * 4)
+    else:
+        state += _allocated(blocks)  # uint8 absmax
+        state += _allocated(ceil_div(blocks, BNB_NESTED_BLOCKS) * 4)  # nested_absmax
+        state += _allocated(256 * 4) + _allocated(4)  # nested_quant_map, offset
+    return ceil_div(values, 2) + state
+
+
+def _linear_shapes(model: ModelSpec, tp: int) -> tuple[list[int], list[int]]:
+    """One rank's checkpoint matrices of a dense decoder layer, as values: attention (q, k, v,
+    o) and MLP (gate, up, down), each sliced by TP (vLLM's ``BitsAndBytesModelLoader`` shards
+    before it quantises in flight; a pre-quantised checkpoint is refused at TP > 1)."""
+    h, head = model.hidden_size, model.resolved_head_dim
+    q = ceil_div(model.attention_heads, tp) * head
+    kv = ceil_div(model.kv_heads, tp) * head
+    i = ceil_div(model.intermediate_size, tp)
+    return [h * q, h * kv, h * kv, q * h], [h * i, h * i, i * h]
+
+
+def _require_dense(model: ModelSpec, what: str, field: str) -> None:
+    require(
+        not model.is_moe and not model.kv_lora_rank and model.count_layers("linear") == 0,
+        field,
+        f"{what} is modelled for dense attention models (no experts, MLA or linear attention)",
+    )
+
+
+def bnb_layer_bytes(model: ModelSpec, config: EngineConfig) -> list[int]:
+    """Each decoder layer's linear weights on one rank under bitsandbytes 4-bit: its attention
+    and MLP matrices as ``bnb_matrix_bytes`` holds them, or in the model's dtype where the
+    checkpoint skips them (``bnb_skip_attention_layers`` / ``bnb_skip_mlp_layers``). Norms and
+    biases are not included (they stay 16-bit with the embedding and LM head)."""
+    _require_dense(model, "bitsandbytes 4-bit", "quantization")
+    attention, mlp = _linear_shapes(model, config.tensor_parallel_size)
+    sixteen = model_dtype_bytes(config)
+    quantized_attention = sum(bnb_matrix_bytes(v, config.bnb_absmax) for v in attention)
+    quantized_mlp = sum(bnb_matrix_bytes(v, config.bnb_absmax) for v in mlp)
+    skip_attention = set(config.bnb_skip_attention_layers)
+    skip_mlp = set(config.bnb_skip_mlp_layers)
+    return [
+        (sum(attention) * sixteen if i in skip_attention else quantized_attention)
+        + (sum(mlp) * sixteen if i in skip_mlp else quantized_mlp)
+        for i in range(model.layers)
+    ]
+
+
+def bnb_loaded_bytes(model: ModelSpec, config: EngineConfig) -> int:
+    """One rank's weights under bitsandbytes 4-bit: the decoder layers' linear weights
+    (``bnb_layer_bytes``) and everything else (embedding, LM head, norms, biases) in the model's
+    dtype. vLLM's ``BitsAndBytesConfig.get_quant_method`` quantises ``LinearBase`` layers only:
+    ``VocabParallelEmbedding`` and ``ParallelLMHead`` are not linear layers, and Unsloth's
+    checkpoints list lm_head among llm_int8_skip_modules as well."""
+    attention, mlp = _linear_shapes(model, 1)
+    linear = model.layers * (sum(attention) + sum(mlp))
+    rest = ceil_div(
+        (model.total_params - linear) * model_dtype_bytes(config), config.tensor_parallel_size
+    )
+    return sum(bnb_layer_bytes(model, config)) + rest
+
+
+LoraRank = Literal[8, 16, 32, 64, 128, 256, 320, 512]
+LORA_RANKS: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 320, 512)
+"""LoRAConfig's accepted max_lora_rank values (``possible_max_ranks``)."""
+LORA_VOCAB_PADDING = 256
+"""LoRAConfig.lora_vocab_padding_size: the LM head of a LoRA-enabled model is padded to it."""
+VOCAB_PADDING = 64
+"""DEFAULT_VOCAB_PADDING_SIZE of ``VocabParallelEmbedding``."""
+
+
+def _validate_lora(model: ModelSpec, config: EngineConfig) -> None:
+    _require_dense(model, "LoRA slot memory", "enable_lora")
+    require(config.max_loras >= 1, "max_loras", "must be at least 1")
+    require(
+        config.max_lora_rank in LORA_RANKS,
+        "max_lora_rank",
+        f"must be one of {', '.join(map(str, LORA_RANKS))}",
+    )
+    require(config.lora_extra_vocab_size >= 0, "lora_extra_vocab_size", "must not be negative")
+
+
+def lora_layer_bytes(model: ModelSpec, config: EngineConfig) -> int:
+    """One decoder layer's LoRA slots on one rank (vllm/lora/layers.py, ``create_lora_weights``
+    of the wrappers ``from_layer`` puts on qkv_proj, o_proj, gate_up_proj and down_proj): per
+    slot and per packed slice, ``lora_a_stacked`` (max_loras, 1, max_lora_rank, in) and
+    ``lora_b_stacked`` (max_loras, 1, out, max_lora_rank) of zeros in the LoRA dtype (the model's,
+    lora_dtype auto). Column-parallel layers (qkv, gate_up) slice B's output by TP and keep A
+    whole; row-parallel ones (o, down) slice A's input and keep B whole (fully_sharded_loras
+    off, the default). Llama 3.1 8B at rank 32: qkv 3 x 32 x 4,096 + 32 x 6,144, o 2 x 32 x
+    4,096, gate_up 2 x 32 x 4,096 + 2 x 32 x 14,336, down 32 x 14,336 + 32 x 4,096 = 2,621,440
+    values, 5,242,880 B a slot."""
+    h, head, r = model.hidden_size, model.resolved_head_dim, config.max_lora_rank
+    tp = config.tensor_parallel_size
+    q = ceil_div(model.attention_heads, tp) * head
+    kv = ceil_div(model.kv_heads, tp) * head
+    i = ceil_div(model.intermediate_size, tp)
+    values = (
+        3 * r * h
+        + r * (q + 2 * kv)  # qkv_proj: A per slice over the hidden size, B per slice
+        + r * q
+        + h * r  # o_proj
+        + 2 * r * h
+        + 2 * i * r  # gate_up_proj
+        + r * i
+        + h * r  # down_proj
+    )
+    return values * config.max_loras * model_dtype_bytes(config)
+
+
+def ties_embeddings(model: ModelSpec) -> bool:
+    """Whether a dense model's LM head is its embedding (tie_word_embeddings): its parameters
+    then hold one vocab x hidden matrix beside the decoder layers, not two."""
+    attention, mlp = _linear_shapes(model, 1)
+    outside = model.total_params - model.layers * (sum(attention) + sum(mlp))
+    return outside < 1.5 * _embedding_params(model)
+
+
+def lora_vocab_rows(model: ModelSpec, config: EngineConfig) -> tuple[int, int]:
+    """(embedding rows, LM-head rows) a LoRA-enabled model with LoRA embedding modules adds to
+    the plain vocabulary (Llama's ``LlamaModel``: vocab_size + lora_extra_vocab_size x max_loras,
+    ``VocabParallelEmbedding`` padding each part to 64; ``LlamaForCausalLM``: an LM head of
+    vocab_size + lora_extra_vocab_size rows padded to lora_vocab_padding_size, 256). Llama 3.1
+    8B: 128,256 + 256 = 128,512 rows each, 256 more. A tied head is the embedding."""
+    if not (config.enable_lora and config.lora_embeddings):
+        return 0, 0
+    v, extra = model.vocab_size, config.lora_extra_vocab_size
+    embedding = _round_up(_round_up(v, VOCAB_PADDING) + extra * config.max_loras, VOCAB_PADDING)
+    head = 0
+    if not ties_embeddings(model):
+        head = _round_up(_round_up(v, LORA_VOCAB_PADDING) + extra, LORA_VOCAB_PADDING) - v
+    return embedding - v, head
+
+
+def lora_embedding_bytes(model: ModelSpec, config: EngineConfig) -> tuple[int, int]:
+    """(embedding wrapper, logits wrapper) LoRA slots for a model with LoRA embedding modules
+    (vllm/lora/layers.py): ``VocabParallelEmbeddingWithLoRA`` holds ``embeddings_tensors``
+    (max_loras, extra, hidden), ``lora_a_stacked`` (max_loras, vocab + extra, rank) and
+    ``lora_b_stacked`` (max_loras, 1, hidden, rank); ``LogitsProcessorWithLoRA`` holds
+    ``lora_a_stacked`` (max_loras, 1, rank, hidden), ``lora_b_stacked`` (max_loras, 1, vocab +
+    extra padded to 256, rank) and ``embeddings_tensors`` (max_loras, extra, hidden), all whole on
+    every rank, in the LoRA dtype."""
+    if not config.lora_embeddings:
+        return 0, 0
+    v, h, r = model.vocab_size, model.hidden_size, config.max_lora_rank
+    extra, slots, b = config.lora_extra_vocab_size, config.max_loras, model_dtype_bytes(config)
+    embedding = slots * (extra * h + (v + extra) * r + h * r) * b
+    logits = slots * (r * h + _round_up(v + extra, LORA_VOCAB_PADDING) * r + extra * h) * b
+    return embedding, logits
+
+
+def punica_metadata_bytes(config: EngineConfig, defaults: "EngineDefaults") -> int:
+    """The LoRA manager's per-batch index buffers on each rank (vllm/lora/punica_wrapper/
+    punica_base.py ``PunicaWrapperBase.__init__``: token_lora_indices, sampler_indices,
+    sampler_indices_padded and the 2-row embeddings_indices, int64 of max_num_batched_tokens;
+    seq_start_locs, seq_lengths and lora_indices_per_batch, int64 of max_num_seqs;
+    punica_gpu.py ``PunicaWrapperGPU`` adds two ``LoRAKernelMeta`` (token and prompt mapping:
+    two int32 vectors of the tokens, or of the sequences, and three of max_loras + 1 or 2)),
+    each an allocator block. 0.10's layout; releases before the long-context LoRA removal had
+    one more int64 token vector."""
+    t, seqs, slots = defaults.max_num_batched_tokens, defaults.max_num_seqs, config.max_loras
+    base = 3 * _allocated(8 * t) + _allocated(16 * t) + 3 * _allocated(8 * seqs)
+
+    def meta(n: int) -> int:
+        small = 2 * _allocated(4 * (slots + 1)) + _allocated(4 * (slots + 2))
+        return 2 * _allocated(4 * n) + small
+
+    return base + meta(t) + meta(seqs)
+
+
 def quantization_of(method: str, field: str = "quantization") -> Quantization:
     """vLLM's quantization= method as the weights it loads: MXFP4 experts, FP8 linear layers
     (fp8, compressed-tensors, modelopt checkpoints: compressed-tensors is taken as its common
-    8-bit schemes, W8A8 FP8 or INT8) or 16-bit. 4-bit methods are refused (a SizingError
+    8-bit schemes, W8A8 FP8 or INT8), AWQ / GPTQ / bitsandbytes 4-bit, or 16-bit. Other 4-bit
+    methods are refused (a SizingError
     naming ``field``) rather than sized as something they are not."""
     method = method.lower()
     if method == "mxfp4":
@@ -350,11 +647,15 @@ def quantization_of(method: str, field: str = "quantization") -> Quantization:
         return "awq"
     if method in ("gptq", "gptq_marlin"):
         return "gptq"
+    if method in ("bitsandbytes", "bnb-nf4"):
+        # 4-bit, vLLM's BitsAndBytesConfig default (load_in_4bit); 8-bit checkpoints are rare.
+        return "bnb-nf4"
     require(
         method not in FOUR_BIT_METHODS,
         field,
         f"{method} loads 4-bit weights in a layout the vLLM method does not model (it models "
-        "16-bit, FP8, MXFP4, AWQ and GPTQ weights); use the seeds' method with an int4 format",
+        "16-bit, FP8, MXFP4, AWQ, GPTQ and bitsandbytes 4-bit weights); use the seeds' method "
+        "with an int4 format",
     )
     return "fp8" if method in ("fp8", "compressed-tensors", "modelopt") else "none"
 
@@ -486,7 +787,9 @@ def offloaded_layer_bytes(layer_bytes: list[int], budget: int) -> list[int]:
     offloaded: list[int] = []
     left = budget
     for size in layer_bytes:
-        part = min(size, max(left, 0))
+        # A layer's share can be negative (a tied embedding's second copy taken back from the
+        # layers, ``layer_weight_bytes``); nothing of it can move.
+        part = min(max(size, 0), max(left, 0))
         offloaded.append(part)
         left -= part
     return offloaded
@@ -594,7 +897,7 @@ def v2_forward_peak_bytes(model: ModelSpec, defaults: EngineDefaults, value_byte
     return max(forward, sampler)
 
 
-def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: "EngineConfig") -> bool:
+def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: EngineConfig) -> bool:
     """The original runner of 0.21 on takes its CUDA-graph estimate out of the KV budget; V2,
     eager mode and ROCm builds (until vLLM PR #48526) do not."""
     return (
@@ -816,6 +1119,11 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     0.7.3 TP 8: 83.76 against 83.88 (8x H200); 0.7.2 TP 8 x PP 2, stage 0: 39.60 against 39.66
     (vLLM issue #13074)."""
     tp, layers = config.tensor_parallel_size, model.layers
+    if config.quantization == "bnb-nf4":
+        # Layers the checkpoint keeps 16-bit are heavier; norms and biases are shared evenly.
+        linear = bnb_layer_bytes(model, config)
+        rest = even_shares(body_bytes - sum(linear), layers)
+        return [a + b for a, b in zip(linear, rest, strict=True)]
     sixteen = model_dtype_bytes(config)
     # Bytes of a weight-matrix parameter (a fraction for 4-bit layouts).
     num, den = INT4_BYTES.get(
@@ -997,7 +1305,28 @@ def predict_vllm(
     backend: Mxfp4Backend = config.mxfp4_backend
     if backend == "auto":
         backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, config.version)
-    loaded = loaded_weight_bytes(model, config.quantization, tp, backend, config.int4_group_size)
+    if config.quantization == "bnb-nf4":
+        require(config.bnb_absmax in ("nested", "fp32"), "bnb_absmax", "must be nested or fp32")
+        loaded = bnb_loaded_bytes(model, config)
+        notes.append(
+            "bitsandbytes 4-bit: packed weights and their quant states ("
+            + (
+                "double-quantised block scales kept"
+                if config.bnb_absmax == "nested"
+                else "block scales dequantised to fp32 at load"
+            )
+            + "); embeddings, LM head, norms"
+            + (
+                " and the checkpoint's skipped layers"
+                if config.bnb_skip_attention_layers or config.bnb_skip_mlp_layers
+                else ""
+            )
+            + " in 16-bit."
+        )
+    else:
+        loaded = loaded_weight_bytes(
+            model, config.quantization, tp, backend, config.int4_group_size
+        )
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
     rope = rope_cache_bytes(model, model_dtype_bytes(config))
@@ -1053,6 +1382,33 @@ def predict_vllm(
     # the last, which samples).
     edge = ceil_div(_embedding_params(model) * 2, tp)
     per_layer = layer_weight_bytes(model, loaded - 2 * edge, config)
+    # LoRA: the extra vocabulary rows are part of the model (built with the LoRA config, so in
+    # the weights line in every release); the adapter slots are counted where the release
+    # measures them (lora_in_weights_of).
+    vocab_first = vocab_last = lora_layer = lora_first = lora_last = punica = 0
+    if config.enable_lora:
+        _validate_lora(model, config)
+        rows_embedding, rows_head = lora_vocab_rows(model, config)
+        vocab_first = ceil_div(rows_embedding * model.hidden_size * 2, tp)
+        vocab_last = ceil_div(rows_head * model.hidden_size * 2, tp)
+        slots = lora_layer_bytes(model, config) * model.layers
+        emb_slots, logit_slots = lora_embedding_bytes(model, config)
+        slots += emb_slots + logit_slots + punica_metadata_bytes(config, d)
+        if config.lora_in_weights:
+            lora_layer = lora_layer_bytes(model, config)
+            lora_first, lora_last = emb_slots, logit_slots
+            punica = punica_metadata_bytes(config, d)
+            notes.append(
+                f"LoRA: {config.max_loras} slot(s) of rank {config.max_lora_rank} take "
+                f"{_gib(slots)} GiB a rank, counted in the weights (vLLM 0.8 and later)."
+            )
+        else:
+            notes.append(
+                f"LoRA: {config.max_loras} slot(s) of rank {config.max_lora_rank} take "
+                f"{_gib(slots)} GiB a rank that this release allocates after measuring the "
+                "weights: they are in neither the weights line nor the KV budget, and come out "
+                "of the memory gpu_memory_utilization leaves free."
+            )
     # Before 0.8 vLLM's DeepSeek built its LM head on every pipeline stage (PR #13833).
     head_everywhere = config.version == "v0" and model.kv_lora_rank > 0
     types = model.resolved_layer_types
@@ -1073,6 +1429,8 @@ def predict_vllm(
         )
         first, last = index == 0, index == pp - 1
         weights = stage_bytes + edge * (first + (last or head_everywhere)) + rope
+        weights += (vocab_first + lora_first) * first + (vocab_last + lora_last) * last
+        weights += lora_layer * count + punica
         stage_weights.append(weights)
         # V1's peak is the sampler, on the last stage only; Model Runner V2 peaks in the forward
         # pass, on every stage; V0 in the larger of the two.

@@ -56,6 +56,11 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     block_size: int | None = None
     cpu_offload_bytes: int | None = None
     """--cpu-offload-gb (GiB in the flag) in bytes."""
+    enable_lora: bool | None = None
+    """True when the log shows LoRA on: --enable-lora / 'enable_lora': True, or the LoRA
+    manager's "Using PunicaWrapperGPU" line."""
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
     compile_cache: Literal["cold", "warm"] | None = None
     """warm: "Directly load the compiled graph(s) ... from the cache"; cold: "Compiling a
     graph for ..." (torch.compile ran during this start)."""
@@ -152,7 +157,12 @@ _CONFIG: dict[str, re.Pattern[str]] = {
     "max_num_seqs": re.compile(r"max_num_seqs['\"]?\s*[=:]\s*(\d+)"),
     "block_size": re.compile(r"(?:'block_size':\s*|--block-size[= ])(\d+)"),
     "cpu_offload_bytes": re.compile(r"'cpu_offload_gb':\s*([\d.]+)"),
+    "enable_lora": re.compile(r"enable_lora['\"]?\s*[=:]\s*(True|False)"),
+    "max_loras": re.compile(r"\bmax_loras['\"]?\s*[=:]\s*(\d+)"),
+    "max_lora_rank": re.compile(r"max_lora_rank['\"]?\s*[=:]\s*(\d+)"),
 }
+_PUNICA = re.compile(r"Using PunicaWrapper")
+"""The LoRA manager picks its kernels' wrapper (punica_selector.py) only with LoRA on."""
 _W4A16_EXPERTS = re.compile(r"CompressedTensorsWNA16(?:Marlin)?MoEMethod")
 """compressed-tensors W4A16 experts: the checkpoint's quantization= echo says only
 compressed-tensors, which the engine would otherwise take for FP8."""
@@ -168,6 +178,9 @@ _FLAGS: dict[str, re.Pattern[str]] = {
     "max_num_seqs": re.compile(r"--max[-_]num[-_]seqs[= ](\d+)"),
     "kv_cache_dtype": re.compile(r"--kv[-_]cache[-_]dtype[= ]([\w-]+)"),
     "cpu_offload_bytes": re.compile(r"--cpu[-_]offload[-_]gb[= ]([\d.]+)"),
+    "enable_lora": re.compile(r"--enable[-_]lora()(?![-_\w])"),
+    "max_loras": re.compile(r"--max[-_]loras[= ](\d+)"),
+    "max_lora_rank": re.compile(r"--max[-_]lora[-_]rank[= ](\d+)"),
     "model": re.compile(r"vllm serve ([\w./-]+)"),
 }
 
@@ -251,6 +264,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = None if value == "None" else value
                 elif name == "enforce_eager":
                     found[name] = value == "True"
+                elif name == "enable_lora":
+                    found[name] = value != "False"  # the bare --enable-lora flag reads ""
                 elif name == "gpu_memory_utilization":
                     found[name] = float(value)
                 elif name == "cpu_offload_bytes":
@@ -258,6 +273,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                 else:
                     found[name] = int(value)
         w4a16_experts = w4a16_experts or bool(_W4A16_EXPERTS.search(line))
+        if _PUNICA.search(line):
+            found["enable_lora"] = True
         if _COMPILE_WARM.search(line):
             found["compile_cache"] = "warm"
         elif _COMPILE_COLD.search(line):

@@ -10,9 +10,12 @@ from service.sizing.engine import (
     EngineEra,
     EnginePrediction,
     Quantization,
+    bnb_absmax_of,
     custom_all_reduce,
     era_of_version,
     kv_cache_dtype_of,
+    lora_extra_vocab_of,
+    lora_in_weights_of,
     mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
@@ -82,6 +85,19 @@ def config_from_log(
             mla_latent_cache_of(log.vllm_version) if log.vllm_version else base.mla_latent_cache
         ),
         mla_weights=mla_weights_of(log.vllm_version, version),
+        enable_lora=log.enable_lora if log.enable_lora is not None else base.enable_lora,
+        max_loras=log.max_loras or base.max_loras,
+        max_lora_rank=log.max_lora_rank or base.max_lora_rank,
+        # What the printed release does with bitsandbytes scales and LoRA slots.
+        bnb_absmax=bnb_absmax_of(log.vllm_version) if log.vllm_version else base.bnb_absmax,
+        lora_in_weights=(
+            lora_in_weights_of(log.vllm_version) if log.vllm_version else base.lora_in_weights
+        ),
+        lora_extra_vocab_size=(
+            lora_extra_vocab_of(log.vllm_version)
+            if log.vllm_version
+            else base.lora_extra_vocab_size
+        ),
     )
 
 

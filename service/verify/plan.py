@@ -14,9 +14,13 @@ from service.sizing.engine import (
     EngineEra,
     EnginePrediction,
     KvCacheDtype,
+    LoraRank,
     Quantization,
     UsageContext,
+    bnb_absmax_of,
     era_of_version,
+    lora_extra_vocab_of,
+    lora_in_weights_of,
     mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
@@ -34,6 +38,7 @@ QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "mxfp4": "mxfp4",
     "awq-int4": "awq",
     "gptq-int4": "gptq",
+    "nf4": "bnb-nf4",
 }
 
 
@@ -50,7 +55,7 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Default: fp8 when the request's kv_format is fp8, else auto (the model's 16-bit)."""
     quantization: Quantization | None = None
     """Default: from weight_format (bf16/fp16 none, fp8 fp8, mxfp4 mxfp4, awq-int4 awq,
-    gptq-int4 gptq)."""
+    gptq-int4 gptq, nf4 bnb-nf4)."""
     engine_version: EngineEra | None = None
     """How the release accounts memory; default: the era of vllm_version, else the current
     releases' (v2-all, 0.29 and later)."""
@@ -70,6 +75,14 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     cpu_offload_bytes: Annotated[int, Meta(ge=0, le=2**50)] = 0
     """--cpu-offload-gb x 2^30, per GPU: decoder layers kept in CPU memory, in order until the
     budget is spent (embeddings, LM head and rotary caches stay on the GPU)."""
+    enable_lora: bool = False
+    """--enable-lora: max_loras adapter slots of max_lora_rank in every wrapped layer, counted in
+    the weights from 0.8 (before, outside the KV budget)."""
+    max_loras: Annotated[int, Meta(ge=1, le=1024)] = 1
+    max_lora_rank: LoraRank = 16
+    lora_embeddings: bool = False
+    """The model's vLLM class puts LoRA on its embedding and LM head (Llama, Mistral,
+    Mixtral; not Qwen2/Qwen3), with lora_extra_vocab_size (256, until 0.12) more rows."""
 
 
 class VllmSplit(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,7 +126,7 @@ def engine_config(
         if weights.slug not in QUANTIZATION_OF_FORMAT:
             raise SizingError(
                 "weight_format",
-                "the vLLM method loads bf16, fp16, fp8, mxfp4, awq-int4 or gptq-int4 weights, "
+                "the vLLM method loads bf16, fp16, fp8, mxfp4, awq-int4, gptq-int4 or nf4 weights, "
                 f"not {weights.slug}",
             )
         quant = QUANTIZATION_OF_FORMAT[weights.slug]
@@ -144,6 +157,13 @@ def engine_config(
         mla_weights=mla_weights_of(options.vllm_version, era),
         cpu_offload_bytes=options.cpu_offload_bytes,
         int4_group_size=options.int4_group_size,
+        bnb_absmax=bnb_absmax_of(options.vllm_version),
+        enable_lora=options.enable_lora,
+        max_loras=options.max_loras,
+        max_lora_rank=options.max_lora_rank,
+        lora_embeddings=options.lora_embeddings,
+        lora_extra_vocab_size=lora_extra_vocab_of(options.vllm_version),
+        lora_in_weights=lora_in_weights_of(options.vllm_version),
     )
 
 

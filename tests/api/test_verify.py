@@ -235,7 +235,7 @@ async def test_verify_a_v0_pipeline_log_checks_the_first_stage(client: Client) -
 async def test_a_log_in_an_unmodelled_four_bit_layout_is_a_422_on_the_log(client: Client) -> None:
     log = (
         "Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-14B-AWQ', "
-        "tensor_parallel_size=1, quantization=bitsandbytes, kv_cache_dtype=auto\n"
+        "tensor_parallel_size=1, quantization=gguf, kv_cache_dtype=auto\n"
         "Model loading took 9.37 GiB"
     )
     body = {"log": log, "model": "qwen3-8b", "gpu": "h100", "concurrency": 1}
@@ -247,7 +247,7 @@ async def test_a_log_in_an_unmodelled_four_bit_layout_is_a_422_on_the_log(client
 async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     # Qwen2.5-7B in GPTQ-Int4 (weight_format gptq-int4 -> quantization gptq): 6,525,621,760
     # 4-bit parameters x 66/128 B + the 16-bit embedding and head 2,179,989,504 B + the rope
-    # cache 8,388,608 B = 5,553,151,832 B (tests/unit/sizing/test_engine.py). NF4 is refused.
+    # cache 8,388,608 B = 5,553,151,832 B (tests/unit/sizing/test_engine.py).
     body = {
         "model": "qwen2.5-7b",
         "gpu": "h100",
@@ -258,6 +258,22 @@ async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_553_151_832
+    # NF4 (bitsandbytes, no release given: fp32 block scales as 0.9.2 on holds them). A layer:
+    # q and o (12,845,056 values) 6,422,528 packed + 200,704 x 4 = 802,816 + a 512 B code =
+    # 7,225,856 each; k and v (1,835,008) 917,504 + 114,688 + 512 = 1,032,704 each; gate, up,
+    # down (67,895,296) 33,947,648 + 4,243,456 + 512 = 38,191,616 each: 131,091,968; 28 layers
+    # 3,670,575,104. The rest 16-bit: 7,615,616,512 - 28 x 233,046,016 = 1,090,328,064
+    # parameters, 2,180,656,128 B; with the rope cache: 5,859,619,840 B.
     r = await client.post("/plan", json={**body, "weight_format": "nf4"})
-    assert r.status_code == 422
-    assert r.json()["errors"][0]["field"] == "weight_format"
+    assert r.status_code == 200, r.text
+    assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_859_619_840
+    # LoRA slots at rank 16 add 28 x (3 x 16 x 3,584 + 16 x 4,608 + 16 x 3,584 + 3,584 x 16 +
+    # 2 x 16 x 3,584 + 2 x 18,944 x 16 + 16 x 18,944 + 3,584 x 16 = 1,441,792 values) x 2 B =
+    # 80,740,352 B, and the LoRA manager's index buffers for 8,192 tokens and 1,024 sequences
+    # (an H100's defaults): 3 x 65,536 + 131,072 + 3 x 8,192 + (2 x 32,768 + 1,536) + (2 x
+    # 4,096 + 1,536) = 429,056 B.
+    options = {"vllm": {"enable_lora": True, "max_lora_rank": 16}}
+    r = await client.post("/plan", json={**body, "weight_format": "nf4", **options})
+    assert r.status_code == 200, r.text
+    weights = r.json()["prediction"]["per_gpu"]["weights_bytes"]
+    assert weights == 5_859_619_840 + 80_740_352 + 429_056

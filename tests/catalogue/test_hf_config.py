@@ -146,7 +146,7 @@ def test_qwen3_32b_bf16_checkpoint_equals_its_index_total_size() -> None:
         ({"num_key_value_heads": 7}, "config_json.kv_heads"),
         ({"tie_word_embeddings": "no"}, "config_json.tie_word_embeddings"),
         (
-            {"quantization_config": {"quant_method": "bitsandbytes"}},
+            {"quantization_config": {"quant_method": "gguf"}},
             "config_json.quantization_config.quant_method",
         ),
         (
@@ -186,6 +186,33 @@ LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "conf
 def log_config(name: str) -> dict[str, Any]:
     raw = json.loads((LOG_CONFIGS / f"{name}.json").read_text())
     return {k: v for k, v in raw.items() if not k.startswith("_")}
+
+
+def test_bitsandbytes_nf4_keeps_unsloth_skipped_blocks_16_bit() -> None:
+    # Unsloth's Qwen2.5-0.5B dynamic 4-bit: NF4 with double quantisation, 4 + 8/64 + 32/16,384
+    # = 67,616/16,384 bits a value; layer 0's attention and the MLPs of layers 0, 2, 3 and 21
+    # stay 16-bit. Per matrix: q and o 802,816 values x 67,616 / 131,072 = 414,148 B, k and v
+    # (114,688) 59,164 B, gate / up / down (4,358,144) 2,248,232 B. Quantised: 23 attention
+    # blocks of 2 x 414,148 + 2 x 59,164 = 946,624 and 20 MLPs of 3 x 2,248,232 = 6,744,696:
+    # 21,772,352 + 134,893,920 = 156,666,272 B for 23 x 1,835,008 + 20 x 13,074,432 =
+    # 303,693,824 values; the other 494,032,768 - 303,693,824 = 190,338,944 parameters at 2 B.
+    imported = import_config(
+        log_config("qwen2.5-0.5b-instruct-unsloth-bnb-4bit"), "qwen2.5-0.5b-bnb"
+    )
+    stored = imported.checkpoint
+    assert stored.quantized_params == 303_693_824
+    assert stored.quantized_bytes == 156_666_272
+    assert stored.unquantized_bytes == 190_338_944 * 2
+    assert imported.spec.checkpoint_format == "nf4"
+    assert imported.spec.checkpoint_bytes == 156_666_272 + 380_677_888
+    # 8-bit bitsandbytes is not modelled.
+    raw = {
+        **config("qwen2.5-7b"),
+        "quantization_config": {"quant_method": "bitsandbytes", "load_in_8bit": True},
+    }
+    with pytest.raises(SizingError) as info:
+        import_config(raw, "qwen-8bit")
+    assert info.value.field == "config_json.quantization_config.load_in_8bit"
 
 
 def test_deepseek_v2_lite_counts_mla_without_q_lora() -> None:

@@ -573,11 +573,12 @@ def test_deepseek_before_mla_splits_pipeline_stages_the_old_way() -> None:
 
 
 def test_four_bit_layouts_not_modelled_are_refused_not_sized_as_16_bit() -> None:
-    # bitsandbytes NF4 or GGUF sized as 16-bit would be off by 3-4x: the vLLM method says it
-    # does not model them. AWQ and GPTQ it does (Marlin's layout).
-    with pytest.raises(SizingError) as err:
-        quantization_of("bitsandbytes", "log")
-    assert err.value.field == "log" and "4-bit" in err.value.message
+    # GGUF or 2:4 sparse Marlin sized as 16-bit would be off by 3-4x: the vLLM method says it
+    # does not model them. AWQ, GPTQ (Marlin's layout) and bitsandbytes 4-bit it does.
+    for method in ("gguf", "gptq_marlin_24"):
+        with pytest.raises(SizingError) as err:
+            quantization_of(method, "log")
+        assert err.value.field == "log" and "4-bit" in err.value.message
     assert quantization_of("awq_marlin") == quantization_of("AWQ") == "awq"
     assert quantization_of("gptq_marlin") == quantization_of("gptq") == "gptq"
     assert quantization_of("compressed-tensors") == "fp8"  # its common W8A8 schemes

@@ -168,3 +168,22 @@ def test_the_compile_cache_state_a_v2_log_shows() -> None:
     )
     assert cold.compile_cache == "cold"
     assert parse_startup_log("Available KV cache memory: 1.00 GiB").compile_cache is None
+
+
+def test_bitsandbytes_and_lora_from_the_log() -> None:
+    # The Unsloth T4 run (0.7.2 V0): quantization=bitsandbytes in the engine's config echo,
+    # and the LoRA manager's "Using PunicaWrapperGPU" line.
+    log = parse_startup_log(
+        _log("unknownrepo-t4-llama-3.1-8b-instruct-bnb4-unsloth-512-util0.6-lora32-v0.7.2")
+    )
+    assert (log.quantization, log.enable_lora, log.vllm_version) == ("bitsandbytes", True, "0.7.2")
+    # Command-line flags and the non-default args dict.
+    flags = parse_startup_log(
+        "vllm serve m --enable-lora --max-lora-rank 64 --max-loras 4\nModel loading took 1 GiB"
+    )
+    assert (flags.enable_lora, flags.max_lora_rank, flags.max_loras) == (True, 64, 4)
+    args = parse_startup_log(
+        "non-default args: {'enable_lora': True, 'max_lora_rank': 32}\nModel loading took 1 GiB"
+    )
+    assert (args.enable_lora, args.max_lora_rank, args.max_loras) == (True, 32, None)
+    assert parse_startup_log("Model loading took 1 GiB").enable_lora is None

@@ -37,6 +37,20 @@ def test_the_log_overrides_the_request_flags() -> None:
     assert (c.version, c.quantization) == ("v1-0.11", "none")
 
 
+def test_a_bitsandbytes_lora_log_sets_the_release_layouts() -> None:
+    # A 0.7.2 log: bitsandbytes 4-bit with the nested scales of releases before 0.9.2, LoRA
+    # slots outside the weights line (before 0.8) and the 256-row extra vocabulary.
+    log = StartupLog(vllm_version="0.7.2", quantization="bitsandbytes", enable_lora=True)
+    c = config_from_log(log, BASE, None, None)
+    assert (c.quantization, c.bnb_absmax, c.enable_lora) == ("bnb-nf4", "nested", True)
+    assert (c.lora_in_weights, c.lora_extra_vocab_size) == (False, 256)
+    # 0.10.0: fp32 scales, slots in the weights; a rank in the log wins over the request's.
+    log = StartupLog(vllm_version="0.10.0", quantization="bitsandbytes", max_lora_rank=8)
+    c = config_from_log(log, msgspec.structs.replace(BASE, enable_lora=True), None, None)
+    assert (c.bnb_absmax, c.lora_in_weights, c.max_lora_rank) == ("fp32", True, 8)
+    assert c.enable_lora  # the log is silent: the request's flag stays
+
+
 def test_budget_terms_are_judged_against_their_tolerance() -> None:
     # The prediction worked in test_engine.py (Llama 3.1 8B, 80 GiB x 0.9, 8,192 tokens):
     # activation 5,101,018,152 B (4.75 GiB), non-torch 139,586,437 B (0.13 GiB), KV
