@@ -571,6 +571,15 @@ def _bnb_skipped(
     return stored, [note]
 
 
+def _architecture(c: _Config) -> str:
+    """config.json's ``architectures[0]`` (absent or malformed: "", unknown): the model class
+    the engine instantiates, which some of vLLM's rules name."""
+    names = c.raw.get("architectures")
+    if isinstance(names, list) and names and isinstance(names[0], str):
+        return names[0][:128]
+    return ""
+
+
 def import_config(
     config: Mapping[str, Any], slug: str, index: Mapping[str, Any] | None = None
 ) -> ImportedModel:
@@ -620,6 +629,7 @@ def import_config(
     spec = ModelSpec(
         slug=slug,
         name=str(config.get("_name_or_path") or slug),
+        architecture=_architecture(top),
         total_params=total,
         active_params=counted.active_excl_input_embedding + vision if arch.experts else 0,
         layers=arch.layers,

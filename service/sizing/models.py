@@ -22,6 +22,10 @@ value head)."""
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     slug: str
     name: str = ""
+    architecture: str = ""
+    """The checkpoint's model class as config.json names it (``architectures[0]``, e.g.
+    "LlamaForCausalLM"): some engine rules go by class name (vLLM 0.23-0.28 choose Model Runner
+    V2 from a list of classes). Empty: unknown, and such rules fall back to the model's shape."""
     total_params: int
     active_params: int = 0
     """Parameters used per token (MoE); 0 means dense: the same as ``total_params``."""
