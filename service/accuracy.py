@@ -29,6 +29,7 @@ from service.sizing.engine import (
     mla_weights_of,
     predict_vllm,
     quantization_of,
+    release_of,
 )
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
@@ -250,6 +251,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         cpu_offload_bytes=int((c.get("cpu_offload_gb") or 0) * GiB),
         usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
         version=version,
+        release=None if c.get("engine_version") else release_of(case["vllm_version"]),
         mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
         mla_weights=mla_weights_of(case["vllm_version"], version),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
@@ -301,11 +303,13 @@ BUDGET_SLACK_GIB = 0.05
 """Five terms printed to 2 decimals (and the total x utilisation) round by up to 0.03 GiB."""
 
 
-def _inconsistency(case: dict[str, Any], page: tuple[int, int] | None) -> str | None:
+def _inconsistency(
+    case: dict[str, Any], page: tuple[int, int] | None, graph_subtracted: bool
+) -> str | None:
     """A source that contradicts itself, checked without any fitted constant: its KV memory and
     tokens disagree under the page arithmetic, or its budget terms do not add up (total x
-    utilisation - weights - activation - non-torch = KV memory, in the releases that do not
-    subtract CUDA-graph memory)."""
+    utilisation - weights - activation - non-torch = KV memory, less the CUDA-graph estimate
+    where the release takes it out of the budget)."""
     logged = case["logged"]
     if case.get("external_cause"):  # the log shows a cause outside the model and its flags
         return f"outside cause: {case['external_cause']}"
@@ -315,7 +319,10 @@ def _inconsistency(case: dict[str, Any], page: tuple[int, int] | None) -> str | 
             f"memory holds ({page[0]:,}-{page[1]:,})"
         )
     total = case.get("gpu_total_gib_logged")
-    terms = [logged.get(k) for k in ("weights_gib", "activation_gib", "non_torch_gib")]
+    names = ["weights_gib", "activation_gib", "non_torch_gib"]
+    if graph_subtracted:  # the original runner's CUDA-graph estimate, 0.21 on
+        names.append("cudagraph_gib")
+    terms = [logged.get(k) for k in names]
     kv = logged.get("kv_cache_gib")
     if total and kv is not None and all(t is not None for t in terms) and not logged["failed"]:
         gap = total * case["config"]["gpu_memory_utilization"] - sum(terms) - kv
@@ -394,7 +401,7 @@ def evaluate_case(case: dict[str, Any]) -> CaseResult:
         predicted_kv_gib=p.per_gpu.kv_cache_gib,
         page_tokens_range=page,
         page_ok=None if page is None else page[0] <= int(logged["kv_tokens"]) <= page[1],
-        inconsistent=_inconsistency(case, page),
+        inconsistent=_inconsistency(case, page, p.per_gpu.cuda_graph_bytes > 0),
     )
 
 

@@ -245,6 +245,10 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     after the measurement and the slots came out of the memory left outside the budget
     (``lora_in_weights_of``)."""
     mxfp4_backend: Mxfp4Backend = "auto"
+    release: tuple[int, int, int] | None = None
+    """The vLLM release (``release_of`` a version string), for rules that changed inside an
+    era: which models Model Runner V2 takes (``runs_on_model_runner_v2``) and the sliding
+    window's in-flight reserve (``in_flight_batches``). None: the era's last release."""
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
@@ -271,7 +275,7 @@ _RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+|x))?")
 """A release as logs and notes print it; an "x" patch ("0.7.x") means the minor's last one."""
 
 
-def _release(version: str) -> tuple[int, int, int] | None:
+def release_of(version: str) -> tuple[int, int, int] | None:
     m = _RELEASE.match(version.strip())
     if not m or re.match(r"v?0\.1\.dev", version.strip()):  # an untagged build: no release
         return None
@@ -286,7 +290,7 @@ def era_of_version(
     "v0.31.0"); ``later`` for what names no release (an untagged build such as
     "0.1.dev7548+g...", "unknown"). Releases before 0.5 are not modelled (a SizingError naming
     ``field``, where the caller got the version from)."""
-    release = _release(version)
+    release = release_of(version)
     if release is None:
         return later
     major, minor, patch = release
@@ -306,7 +310,7 @@ def mla_latent_cache_of(version: str) -> bool:
     """Whether a release caches the MLA latent (vLLM PR #12601, released in 0.7.1); before it,
     DeepSeek attention ran as plain multi-head attention with q, k and v padded to 256 ("TODO,
     support head_size 192" in the old deepseek_v2.py). Unparseable versions: True (current)."""
-    release = _release(version)
+    release = release_of(version)
     return release is None or release >= (0, 7, 1)
 
 
@@ -322,7 +326,7 @@ absorbed copies) keeps only the bf16 dequantised kv_b_proj of an FP8 checkpoint.
 def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
     """The MLA weight layout of a release; without a readable one, that of ``era`` (V0: its
     last release with MLA, 0.7.3)."""
-    release = _release(version) if version else None
+    release = release_of(version) if version else None
     if release is None:
         return "absorbed-bf16" if era == "v0" else "current"
     if release >= (0, 8, 0):
@@ -374,7 +378,7 @@ def bnb_absmax_of(version: str | None) -> BnbAbsmax:
     fp32 dequantisation while binding the quant states (``_bind_quant_states_to_params``);
     before it vLLM kept the checkpoint's double-quantised state as bitsandbytes'
     ``QuantState.from_dict`` built it. Unreadable versions: the current behaviour (fp32)."""
-    release = _release(version) if version else None
+    release = release_of(version) if version else None
     return "nested" if release is not None and release < (0, 9, 2) else "fp32"
 
 
@@ -386,14 +390,14 @@ def lora_in_weights_of(version: str | None) -> bool:
     after the weights line; the 0.10.0 one before "Model loading took"). ``memory_profiling``
     then measures the profile's peak from a baseline that already holds the slots, so before 0.8
     they are counted nowhere in the KV budget."""
-    release = _release(version) if version else None
+    release = release_of(version) if version else None
     return release is None or release >= (0, 8, 0)
 
 
 def lora_extra_vocab_of(version: str | None) -> int:
     """LoRAConfig.lora_extra_vocab_size's default: 256 until vLLM PRs #28382 / #28545 removed the
     LoRA extra vocabulary (November 2025; taken as from 0.12.0), 0 after."""
-    release = _release(version) if version else None
+    release = release_of(version) if version else None
     return 0 if release is None or release >= (0, 12, 0) else 256
 
 
@@ -766,16 +770,65 @@ V2_ERAS: tuple[EngineEra, ...] = ("v2-runner", "v2-all")
 """0.17 on: the free-memory check at start-up, the bundled triton_kernels' padded layout."""
 
 
-def runs_on_model_runner_v2(model: ModelSpec, version: EngineEra) -> bool:
-    """From 0.23 vLLM serves dense full-attention text models with Model Runner V2; MoE, MLA
-    and sliding-window (hybrid) models keep the original runner (the collected 0.23-0.28 logs)
-    until 0.29, which serves every model on V2 (vLLM PR #53183; the 0.29 gpt-oss-20b XPU log
-    prints "Using V2 Model Runner")."""
-    if version == "v2-all":
+V2_RUNNER_CLASSES: dict[int, frozenset[str]] = {
+    23: frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}),
+    24: frozenset(
+        {
+            "Qwen3ForCausalLM",
+            "DeepseekV2ForCausalLM",
+            "Qwen2MoeForCausalLM",
+            "GraniteMoeForCausalLM",
+            "LlamaForCausalLM",
+            "MistralForCausalLM",
+        }
+    ),
+}
+"""``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` in vllm/config/vllm.py of the 0.23.0 and 0.24.0
+wheels: the only classes those releases serve with Model Runner V2."""
+V2_RUNNER_MOE_CLASSES: tuple[tuple[int, str], ...] = (
+    (24, "DeepseekV2ForCausalLM"),
+    (24, "Qwen2MoeForCausalLM"),
+    (24, "GraniteMoeForCausalLM"),
+    (26, "InklingForCausalLM"),
+    (26, "InklingForConditionalGeneration"),
+    (26, "LongcatFlashNgramForCausalLM"),
+    (27, "KimiK3ForConditionalGeneration"),
+    (28, "DeepseekV4ForCausalLM"),
+)
+"""From 0.25 the same list names the MoE classes V2 takes besides every non-MoE model (the
+0.25.0-0.28.0 wheels), each from the release (minor) that first lists it."""
+
+
+def runs_on_model_runner_v2(model: ModelSpec, config: EngineConfig) -> bool:
+    """Whether vLLM serves this model with Model Runner V2 (``VllmConfig.use_v2_model_runner``,
+    read in the 0.23.0-0.28.0 wheels; flags that force the original runner, such as LoRA or
+    n-gram speculation, are not modelled):
+
+    - 0.23 and 0.24: only the classes of ``V2_RUNNER_CLASSES`` (the 0.24 H200 runs: Qwen3,
+      Llama and DeepSeek-V2-Lite on V2, Qwen3-MoE and Gemma 3 on the original runner);
+    - 0.25-0.28: every model that is neither MoE nor a linear-attention hybrid
+      (``is_hybrid``; sliding windows do not count), and the MoE classes listed in
+      ``V2_RUNNER_MOE_CLASSES``;
+    - 0.29 on: every model (vLLM PR #53183; the 0.29 gpt-oss-20b XPU log prints "Using V2
+      Model Runner").
+
+    A model of unknown class (``ModelSpec.architecture`` empty) counts as listed in 0.23-0.24
+    when it is a dense full-attention model, the shape those lists hold."""
+    if config.version == "v2-all":
         return True
-    if version != "v2-runner":
+    if config.version != "v2-runner":
         return False
-    return not model.is_moe and all(t == "full" for t in model.resolved_layer_types)
+    minor = config.release[1] if config.release and config.release[0] == 0 else 28
+    if minor <= 24:
+        if model.architecture:
+            return model.architecture in V2_RUNNER_CLASSES[max(minor, 23)]
+        return not model.is_moe and all(t == "full" for t in model.resolved_layer_types)
+    if "linear" in model.resolved_layer_types:
+        return False
+    listed = any(
+        model.architecture == name and minor >= since for since, name in V2_RUNNER_MOE_CLASSES
+    )
+    return not model.is_moe or listed
 
 
 def offloaded_layer_bytes(layer_bytes: list[int], budget: int) -> list[int]:
@@ -874,11 +927,14 @@ def in_flight_batches(config: EngineConfig, on_v2: bool) -> int:
     reserve is window - 1 + this x max_num_batched_tokens). From vLLM PR #47728 ("Free
     out-of-window blocks on the processed-token basis under async scheduling", in 0.27.1 and
     0.29) ``max_in_flight_tokens`` counts every batch in flight: two under async scheduling, the
-    default (pipeline stages + 1 on Model Runner V2). Applied to 0.23 on, where the first
-    release with it is not pinned (the 0.23 Gemma 3 log is capped by its max_model_len and
-    cannot tell); the 0.28 gpt-oss-20b log on XPU needs it (131,815 tokens: 67 blocks for the
-    128-token window with 2 x 2,048 in flight). Earlier releases: one step."""
+    default (pipeline stages + 1 on Model Runner V2). ``VllmConfig.max_in_flight_tokens`` is
+    first in the 0.26.0 wheel; 0.23.0-0.25.0 reserve window - 1 + max_num_batched_tokens (the
+    0.24 H200 Gemma 3 text run: 531,880 tokens, 1,089 blocks for each sliding group). The 0.28
+    gpt-oss-20b log on XPU needs it (131,815 tokens: 67 blocks for the 128-token window with
+    2 x 2,048 in flight). Earlier releases: one step."""
     if config.version not in V2_ERAS:
+        return 1
+    if config.version == "v2-runner" and config.release and config.release < (0, 26, 0):
         return 1
     if on_v2:
         return config.pipeline_parallel_size + 1
@@ -903,7 +959,7 @@ def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: EngineConfi
     return (
         config.version in ("v1-cudagraph", *V2_ERAS)
         and config.device == "cuda"
-        and not runs_on_model_runner_v2(model, config.version)
+        and not runs_on_model_runner_v2(model, config)
         and not config.enforce_eager
         and not is_rocm(gpu)
     )
@@ -1332,7 +1388,7 @@ def predict_vllm(
     rope = rope_cache_bytes(model, model_dtype_bytes(config))
     if config.quantization == "mxfp4":
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
-    on_v2 = runs_on_model_runner_v2(model, config.version)
+    on_v2 = runs_on_model_runner_v2(model, config)
     logits = d.max_num_seqs * (model.vocab_size or 32_000) * 4  # the sampler's fp32 logits
     if config.version == "v0":
         activation_peak = 0  # per stage, below (v0_forward_peak_bytes, the sampler)

@@ -20,6 +20,7 @@ from service.sizing.engine import (
     mla_weights_of,
     predict_vllm,
     quantization_of,
+    release_of,
     runs_on_model_runner_v2,
 )
 from service.sizing.hardware import GpuSpec
@@ -75,6 +76,8 @@ def config_from_log(
         enforce_eager=log.enforce_eager if log.enforce_eager is not None else base.enforce_eager,
         gpu_total_bytes=log.total_gpu_memory_bytes or base.gpu_total_bytes,
         compile_cache=log.compile_cache or base.compile_cache,
+        # The release refines the era's rules only where the era was read from the log.
+        release=release_of(log.vllm_version) if log.vllm_version and not era else base.release,
         cpu_offload_bytes=(
             log.cpu_offload_bytes if log.cpu_offload_bytes is not None else base.cpu_offload_bytes
         ),
@@ -116,7 +119,7 @@ def activation_cause(
     rel = _rel(logged, predicted)
     if rel is None or abs(rel) <= ACTIVATION_TOLERANCE:
         return general
-    if runs_on_model_runner_v2(model, config.version) and not config.enforce_eager:
+    if runs_on_model_runner_v2(model, config) and not config.enforce_eager:
         if rel > 0 and config.compile_cache == "cold":
             return (
                 "Lower than a first start: the torch.compile cache was warm (a restart on the "
