@@ -27,6 +27,7 @@ from service.sizing.engine import (
     EngineEra,
     KvCacheDtype,
     LoraRank,
+    ModelRunner,
     Quantization,
 )
 from service.sizing.startup_log import parse_startup_log
@@ -55,6 +56,9 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     compile_cache: CompileCache = "cold"
     """Model Runner V2: default unless the log shows torch.compile loading from its cache
     (warm) or compiling (cold)."""
+    model_runner: ModelRunner = "auto"
+    """0.23-0.28: v2 when the log says "Using V2 Model Runner" (read from it), original when
+    VLLM_USE_V2_MODEL_RUNNER=0 was set; auto: the release's rule for the model's class."""
     kv_cache_dtype: KvCacheDtype = "auto"
     block_size: int = 16
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
@@ -93,6 +97,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         version=LATEST_ERA,
         int4_group_size=data.int4_group_size,
         compile_cache=data.compile_cache,
+        model_runner=data.model_runner,
         enable_lora=data.enable_lora,
         max_loras=data.max_loras,
         max_lora_rank=data.max_lora_rank,

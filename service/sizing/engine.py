@@ -63,6 +63,7 @@ those); fp32, one fp32 per 64 values (0.9.2 on dequantizes the nested scales whi
 KvCacheDtype = Literal["auto", "fp8"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 CompileCache = Literal["cold", "warm"]
+ModelRunner = Literal["auto", "v2", "original"]
 Device = Literal["cuda", "xpu"]
 """The vLLM platform: cuda (NVIDIA, and AMD through ROCm, told apart by the GPU) or xpu (Intel
 GPUs, the vllm/vllm-openai-xpu images)."""
@@ -245,6 +246,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     after the measurement and the slots came out of the memory left outside the budget
     (``lora_in_weights_of``)."""
     mxfp4_backend: Mxfp4Backend = "auto"
+    model_runner: ModelRunner = "auto"
+    """0.23-0.28: the runner the engine picked, where known (a log's "Using V2 Model Runner",
+    or VLLM_USE_V2_MODEL_RUNNER set); auto: the release's rule (``runs_on_model_runner_v2``)."""
     release: tuple[int, int, int] | None = None
     """The vLLM release (``release_of`` a version string), for rules that changed inside an
     era: which models Model Runner V2 takes (``runs_on_model_runner_v2``) and the sliding
@@ -818,6 +822,8 @@ def runs_on_model_runner_v2(model: ModelSpec, config: EngineConfig) -> bool:
         return True
     if config.version != "v2-runner":
         return False
+    if config.model_runner != "auto":
+        return config.model_runner == "v2"
     minor = config.release[1] if config.release and config.release[0] == 0 else 28
     if minor <= 24:
         if model.architecture:

@@ -76,6 +76,7 @@ def config_from_log(
         enforce_eager=log.enforce_eager if log.enforce_eager is not None else base.enforce_eager,
         gpu_total_bytes=log.total_gpu_memory_bytes or base.gpu_total_bytes,
         compile_cache=log.compile_cache or base.compile_cache,
+        model_runner=log.model_runner or base.model_runner,
         # The release refines the era's rules only where the era was read from the log.
         release=release_of(log.vllm_version) if log.vllm_version and not era else base.release,
         cpu_offload_bytes=(

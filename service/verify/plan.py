@@ -15,6 +15,7 @@ from service.sizing.engine import (
     EnginePrediction,
     KvCacheDtype,
     LoraRank,
+    ModelRunner,
     Quantization,
     UsageContext,
     bnb_absmax_of,
@@ -24,6 +25,7 @@ from service.sizing.engine import (
     mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
+    release_of,
 )
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
@@ -69,6 +71,9 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     compile_cache: CompileCache = "cold"
     """Model Runner V2 (0.23+, dense models): warm when restarting on a kept torch.compile
     cache, which leaves about 1 GiB more for the KV cache on an 8B model."""
+    model_runner: ModelRunner = "auto"
+    """0.23-0.28: force the runner (v2, or original for VLLM_USE_V2_MODEL_RUNNER=0); auto: the
+    release's rule, by the model's class (``vllm_version`` picks the release)."""
     pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
     int4_group_size: Literal[32, 64, 128] = 128
     """quantization w4a16-experts: the checkpoint's group size (its quantization_config)."""
@@ -158,6 +163,8 @@ def engine_config(
         cpu_offload_bytes=options.cpu_offload_bytes,
         int4_group_size=options.int4_group_size,
         bnb_absmax=bnb_absmax_of(options.vllm_version),
+        model_runner=options.model_runner,
+        release=release_of(options.vllm_version) if options.vllm_version else None,
         enable_lora=options.enable_lora,
         max_loras=options.max_loras,
         max_lora_rank=options.max_lora_rank,

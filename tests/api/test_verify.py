@@ -277,3 +277,27 @@ async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     assert r.status_code == 200, r.text
     weights = r.json()["prediction"]["per_gpu"]["weights_bytes"]
     assert weights == 5_859_619_840 + 80_740_352 + 429_056
+
+
+async def test_plan_method_vllm_takes_the_runner(client: Client) -> None:
+    # Gemma 3 27B under 0.24.0 keeps the original runner, which takes its CUDA-graph estimate
+    # out of the KV budget; forcing Model Runner V2 drops that term. A runner vLLM does not
+    # have is the field's fault.
+    body = {
+        "model": "gemma-3-27b",
+        "gpu": "h200",
+        "method": "vllm",
+        "concurrency": 1,
+        "vllm": {"vllm_version": "0.24.0"},
+    }
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["prediction"]["per_gpu"]["cuda_graph_bytes"] > 0
+    body["vllm"] = {"vllm_version": "0.24.0", "model_runner": "v2"}
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["prediction"]["per_gpu"]["cuda_graph_bytes"] == 0
+    body["vllm"] = {"vllm_version": "0.24.0", "model_runner": "v3"}
+    r = await client.post("/plan", json=body)
+    assert r.status_code == 400  # schema validation, as for any unknown enum value
+    assert r.json()["errors"][0]["field"] == "vllm.model_runner"

@@ -16,6 +16,7 @@ from service.sizing.engine import (
     runs_on_model_runner_v2,
 )
 from service.sizing.models import ModelSpec
+from service.sizing.startup_log import parse_startup_log
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GEMMA_3_27B,
@@ -96,3 +97,27 @@ def test_sliding_reserve_counts_in_flight_batches_from_0_26() -> None:
     at_26 = msgspec.structs.replace(base, release=release_of("0.26.0"))
     assert predict_vllm(GEMMA, H200, at_24).blocks_per_request == 14_726
     assert predict_vllm(GEMMA, H200, at_26).blocks_per_request == 20_870
+
+
+def test_a_named_runner_overrides_the_release_rule() -> None:
+    # A log that says "Using V2 Model Runner" (or VLLM_USE_V2_MODEL_RUNNER=0) settles it.
+    v2 = msgspec.structs.replace(_at("0.24.0"), model_runner="v2")
+    original = msgspec.structs.replace(_at("0.24.0"), model_runner="original")
+    assert runs_on_model_runner_v2(GEMMA, v2)
+    assert not runs_on_model_runner_v2(LLAMA, original)
+    # The override is modelled for 0.23-0.28: no V2 before them, and 0.29 on serves every
+    # model on V2 (PR #53183; whether the old runner can still be forced is not modelled).
+    assert not runs_on_model_runner_v2(LLAMA, EngineConfig(version="v1-0.19", model_runner="v2"))
+    assert runs_on_model_runner_v2(GEMMA, EngineConfig(version="v2-all", model_runner="original"))
+
+
+def test_the_log_names_its_runner() -> None:
+    # The H200 Llama-3.1-8B start-up (tests/data/vllm_logs/h200-own/llama-3.1-8b.log.gz).
+    lines = [
+        "(EngineCore pid=2109) INFO 11-29 19:48:21 [v1/worker/gpu_worker.py:331] Using V2 Model "
+        "Runner",
+        "(EngineCore pid=2109) INFO 11-29 19:48:47 [v1/core/kv_cache_utils.py:2146] GPU KV cache "
+        "size: 914,304 tokens",
+    ]
+    assert parse_startup_log("\n".join(lines)).model_runner == "v2"
+    assert parse_startup_log(lines[1]).model_runner is None
