@@ -18,7 +18,7 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.catalogue import lookup
-from service.plans.bounds import SlugRef, Users, Utilisation
+from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
 from service.sizing.engine import (
     LATEST_ERA,
@@ -48,7 +48,9 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Users the plan must hold at once (KV tokens / context below it: the plan is short)."""
     tensor_parallel_size: Annotated[int, Meta(ge=1, le=1024)] = 1
     max_model_len: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
-    gpu_memory_utilization: Utilisation = 0.9
+    gpu_memory_utilization: OptionalUtilisation = None
+    """Default: what the log echoes, else the default of the release it prints (0.92 from vLLM
+    0.20, 0.9 before)."""
     quantization: Quantization | None = None
     """Default: what the log echoes (quantization=...), else none (16-bit)."""
     int4_group_size: Literal[32, 64, 128] = 128
@@ -89,7 +91,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
     base = EngineConfig(
         tensor_parallel_size=data.tensor_parallel_size,
         max_model_len=data.max_model_len,
-        gpu_memory_utilization=data.gpu_memory_utilization,
+        gpu_memory_utilization=data.gpu_memory_utilization or 0.92,
         kv_cache_dtype=data.kv_cache_dtype,
         block_size=data.block_size,
         max_num_batched_tokens=data.max_num_batched_tokens,
@@ -111,6 +113,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         users=data.concurrency,
         quantization=data.quantization,
         era=data.engine_version,
+        utilisation=data.gpu_memory_utilization,
     )
 
 

@@ -9,6 +9,10 @@ SlugRef = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[^\x00]+$
 Users = Annotated[int, Meta(ge=1, le=1_000_000)]
 ContextTokens = Annotated[int, Meta(ge=1, le=100_000_000)]
 Utilisation = Annotated[float, Meta(gt=0, le=1)]
+OptionalUtilisation = Annotated[float, Meta(ge=0.01, le=1)] | None
+"""An optional fill (None: the method's or the release's default). At least 1%: the OpenAPI
+Litestar renders for an optional field keeps ``minimum`` but drops ``exclusiveMinimum``, so the
+bound is inclusive to keep the contract and the server in step."""
 OverheadBytes = Annotated[int, Meta(ge=0, le=10**15)]
 Splits = list[int]
 """GPU counts, checked by the core (1 to 64 entries, each 1 to MAX_GPU_COUNT; a 422 naming

@@ -13,11 +13,11 @@ from service.catalogue.prices import gpu_prices
 from service.plans.bounds import (
     SEED_OVERHEAD_BYTES,
     ContextTokens,
+    OptionalUtilisation,
     OverheadBytes,
     SlugRef,
     Splits,
     Users,
-    Utilisation,
     WorkloadKind,
 )
 from service.plans.compute import workload_of
@@ -54,7 +54,10 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kv_format: SlugRef | None = None
     concurrency: Users = 8
     context_tokens: ContextTokens = 8192
-    gpu_memory_utilization: Utilisation = 0.9
+    gpu_memory_utilization: OptionalUtilisation = None
+    """The share of each GPU's memory to fill. Default: 0.9 for the seed method; for the vllm
+    method, the release's own default (vLLM's --gpu-memory-utilization: 0.92 from 0.20, 0.9
+    before), echoed in the prediction's config."""
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
     splits: Splits | None = None
     """GPU counts to try; default [1, 2, 4, 8] for inference, 1 to 1024 for training."""

@@ -677,6 +677,8 @@ class EngineDefaults(msgspec.Struct, frozen=True, kw_only=True):
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
+    gpu_memory_utilization: float
+    """What the budget used: the request's, else the release's default (``default_utilisation``)."""
     rule: str
 
 
@@ -743,6 +745,7 @@ def engine_defaults(
             max_model_len=mml,
             max_num_batched_tokens=tokens,
             max_num_seqs=config.max_num_seqs or 256,
+            gpu_memory_utilization=config.gpu_memory_utilization,
             rule="V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048), "
             "max_num_seqs 256",
         )
@@ -758,6 +761,7 @@ def engine_defaults(
         max_model_len=mml,
         max_num_batched_tokens=config.max_num_batched_tokens or tokens,
         max_num_seqs=config.max_num_seqs or seqs,
+        gpu_memory_utilization=config.gpu_memory_utilization,
         rule=f"{who} on {why}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}",
     )
 
@@ -801,6 +805,15 @@ V2_RUNNER_MOE_CLASSES: tuple[tuple[int, str], ...] = (
 )
 """From 0.25 the same list names the MoE classes V2 takes besides every non-MoE model (the
 0.25.0-0.28.0 wheels), each from the release (minor) that first lists it."""
+
+
+def default_utilisation(version: EngineEra, release: tuple[int, int, int] | None) -> float:
+    """vLLM's --gpu-memory-utilization default: 0.92 from 0.20.0, 0.9 before (``CacheConfig``
+    in vllm/config/cache.py of the 0.19.0 and 0.20.0 wheels). Without a release, the era's last
+    one decides (v1-0.19 ends at 0.20)."""
+    if release is not None:
+        return 0.92 if release >= (0, 20, 0) else 0.9
+    return 0.92 if version in ("v1-0.19", "v1-cudagraph", *V2_ERAS) else 0.9
 
 
 def runs_on_model_runner_v2(model: ModelSpec, config: EngineConfig) -> bool:

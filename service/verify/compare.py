@@ -12,6 +12,7 @@ from service.sizing.engine import (
     Quantization,
     bnb_absmax_of,
     custom_all_reduce,
+    default_utilisation,
     era_of_version,
     kv_cache_dtype_of,
     lora_extra_vocab_of,
@@ -53,9 +54,15 @@ class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def config_from_log(
-    log: StartupLog, base: EngineConfig, quantization: Quantization | None, era: EngineEra | None
+    log: StartupLog,
+    base: EngineConfig,
+    quantization: Quantization | None,
+    era: EngineEra | None,
+    utilisation: float | None = None,
 ) -> EngineConfig:
-    """The configuration the log echoes, over ``base`` (the request's own flags)."""
+    """The configuration the log echoes, over ``base`` (the request's own flags; its
+    utilisation only where ``utilisation`` is None and the log echoes none, else the default of
+    the release the log prints)."""
     quant = quantization or (
         quantization_of(log.quantization, "log") if log.quantization else base.quantization
     )
@@ -69,7 +76,9 @@ def config_from_log(
         tensor_parallel_size=log.tensor_parallel_size or base.tensor_parallel_size,
         pipeline_parallel_size=log.pipeline_parallel_size or base.pipeline_parallel_size,
         max_model_len=log.max_model_len or log.concurrency_tokens or base.max_model_len,
-        gpu_memory_utilization=log.gpu_memory_utilization or base.gpu_memory_utilization,
+        gpu_memory_utilization=log.gpu_memory_utilization
+        or utilisation
+        or default_utilisation(version, release_of(log.vllm_version) if log.vllm_version else None),
         max_num_batched_tokens=log.max_num_batched_tokens or base.max_num_batched_tokens,
         max_num_seqs=log.max_num_seqs or base.max_num_seqs,
         block_size=log.block_size or base.block_size,
@@ -184,8 +193,9 @@ def compare(
     users: int,
     quantization: Quantization | None = None,
     era: EngineEra | None = None,
+    utilisation: float | None = None,
 ) -> VerifyAnswer:
-    config = config_from_log(log, base, quantization, era)
+    config = config_from_log(log, base, quantization, era, utilisation)
     p = predict_vllm(model, gpu, config)
     g = p.per_gpu
     diffs: list[Difference] = []

@@ -19,6 +19,7 @@ from service.sizing.engine import (
     Quantization,
     UsageContext,
     bnb_absmax_of,
+    default_utilisation,
     era_of_version,
     lora_extra_vocab_of,
     lora_in_weights_of,
@@ -122,10 +123,11 @@ def engine_config(
     options: VllmOptions,
     tensor_parallel: int,
     context_tokens: int,
-    utilisation: float,
+    utilisation: float | None,
     weights: NumberFormat,
     kv: NumberFormat,
 ) -> EngineConfig:
+    """The engine's flags for one split; ``utilisation`` None: the release's own default."""
     quant = options.quantization
     if quant is None:
         if weights.slug not in QUANTIZATION_OF_FORMAT:
@@ -141,6 +143,9 @@ def engine_config(
         if options.vllm_version
         else LATEST_ERA
     )
+    release = release_of(options.vllm_version) if options.vllm_version else None
+    if utilisation is None:
+        utilisation = default_utilisation(era, release)
     return EngineConfig(
         tensor_parallel_size=tensor_parallel,
         pipeline_parallel_size=options.pipeline_parallel_size,
@@ -164,7 +169,7 @@ def engine_config(
         int4_group_size=options.int4_group_size,
         bnb_absmax=bnb_absmax_of(options.vllm_version),
         model_runner=options.model_runner,
-        release=release_of(options.vllm_version) if options.vllm_version else None,
+        release=release,
         enable_lora=options.enable_lora,
         max_loras=options.max_loras,
         max_lora_rank=options.max_lora_rank,
@@ -182,7 +187,7 @@ def vllm_plan(
     options: VllmOptions,
     users: int,
     context_tokens: int,
-    utilisation: float,
+    utilisation: float | None,
     splits: tuple[int, ...],
 ) -> VllmPlanAnswer:
     """Try each tensor-parallel size in ``splits`` (times the pipeline stages): the fewest GPUs

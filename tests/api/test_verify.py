@@ -86,12 +86,13 @@ async def test_unparseable_log_is_a_422_naming_the_lines(client: Client) -> None
 
 async def test_plan_method_vllm(client: Client) -> None:
     # Llama 3.1 8B on an H100, 8 users of 8,192 tokens, no version given: the current releases'
-    # accounting (0.29+: every model on Model Runner V2). The catalogue H100: 85,520,809,984 B
-    # (nvidia-smi) - 494,000,000 driver reserve = 85,026,809,984 B; x 0.9 = 76,524,128,985;
-    # less weights 16,060,522,496 and the rotary cache 131,072 x 128 x 2 = 33,554,432, the
-    # first-start peak 4,096 x 343,409 = 1,406,603,264 and non-torch 257,698,038 (no graph term
-    # on V2) leaves 58,765,750,755 B of KV = 28,021 blocks of 2,097,152 B = 448,336 tokens:
-    # 54 conversations of 8,192 tokens (28,021 / 512 = 54.73x).
+    # accounting (0.29+: every model on Model Runner V2) and their default utilisation, 0.92.
+    # The catalogue H100: 85,520,809,984 B (nvidia-smi) - 494,000,000 driver reserve =
+    # 85,026,809,984 B; x 0.92 = 78,224,665,185; less weights 16,060,522,496 and the rotary
+    # cache 131,072 x 128 x 2 = 33,554,432, the first-start peak 4,096 x 343,409 = 1,406,603,264
+    # and non-torch 257,698,038 (no graph term on V2) leaves 60,466,286,955 B of KV = 28,832
+    # blocks of 2,097,152 B = 461,312 tokens: 56 conversations of 8,192 tokens (28,832 / 512 =
+    # 56.31x).
     body = {"model": "llama-3.1-8b", "gpu": "h100", "method": "vllm", "concurrency": 8}
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
@@ -99,9 +100,10 @@ async def test_plan_method_vllm(client: Client) -> None:
     assert plan["kind"] == "vllm" and plan["fits"] is True and plan["gpu_count"] == 1
     assert plan["prediction"]["defaults"]["max_num_seqs"] == 1024
     assert plan["prediction"]["version"] == "v2-all"
-    assert plan["kv_cache_tokens"] == 448_336
-    assert plan["max_concurrency"] == 54.73
-    assert "GPU KV cache size: 448,336 tokens" in plan["log_lines"]
+    assert plan["prediction"]["defaults"]["gpu_memory_utilization"] == 0.92
+    assert plan["kv_cache_tokens"] == 461_312
+    assert plan["max_concurrency"] == 56.31
+    assert "GPU KV cache size: 461,312 tokens" in plan["log_lines"]
 
 
 async def test_plan_method_vllm_for_a_named_release(client: Client) -> None:

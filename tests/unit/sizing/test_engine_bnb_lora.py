@@ -121,7 +121,13 @@ def test_punica_index_buffers() -> None:
     # two int32 vectors (2,048 each) and three of 2, 2 and 3 int32 (512 each); the prompt
     # meta: two of 640 B (1,024 each) and the same three: 12,288 + 8,192 + 4,608 + 5,632 +
     # 3,584 = 34,304.
-    d = EngineDefaults(max_model_len=512, max_num_batched_tokens=512, max_num_seqs=160, rule="")
+    d = EngineDefaults(
+        max_model_len=512,
+        max_num_batched_tokens=512,
+        max_num_seqs=160,
+        gpu_memory_utilization=0.6,
+        rule="",
+    )
     assert punica_metadata_bytes(NF4, d) == 34_304
 
 

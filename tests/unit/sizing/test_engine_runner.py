@@ -11,6 +11,7 @@ import pytest
 
 from service.sizing.engine import (
     EngineConfig,
+    default_utilisation,
     predict_vllm,
     release_of,
     runs_on_model_runner_v2,
@@ -121,3 +122,12 @@ def test_the_log_names_its_runner() -> None:
     ]
     assert parse_startup_log("\n".join(lines)).model_runner == "v2"
     assert parse_startup_log(lines[1]).model_runner is None
+
+
+def test_the_utilisation_default_follows_the_release() -> None:
+    # CacheConfig.gpu_memory_utilization: 0.9 in the 0.19.0 wheel, 0.92 from 0.20.0 (the H200
+    # runs print "Desired GPU memory utilization is (0.92, 128.62 GiB)": 139.8 x 0.92).
+    assert default_utilisation("v1-0.19", release_of("0.19.0")) == 0.9
+    assert default_utilisation("v1-0.19", release_of("0.20.0")) == 0.92
+    assert default_utilisation("v2-all", None) == 0.92
+    assert default_utilisation("v1-0.11", None) == 0.9
