@@ -92,7 +92,7 @@ def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
 
 
 class LocalCatalogue:
-    """The rows the migrations ship (0002, and 0007's additions and corrections), as the
+    """The rows the migrations ship (0002, 0007's additions, 0007's and 0008's corrections), as the
     server's catalogue cache holds them: resolved by slug or alias the way the server
     resolves."""
 

@@ -100,6 +100,10 @@ class GpuBody(msgspec.Struct, kw_only=True):
 class ModelBody(msgspec.Struct, kw_only=True):
     slug: Slug
     name: Name = ""
+    architecture: Annotated[str, Meta(max_length=128, pattern=_NO_NUL)] = ""
+    """config.json's architectures[0], the model class vLLM instantiates (e.g.
+    "LlamaForCausalLM"; vLLM 0.23-0.28 choose their model runner by it); empty: unknown. Set by
+    POST /models/import."""
     total_params: PositiveCount
     active_params: Count = 0
     """Read per token; MoE rows exclude the input embedding; 0 or total_params: dense."""

@@ -573,9 +573,10 @@ def _bnb_skipped(
 
 def _architecture(c: _Config) -> str:
     """config.json's ``architectures[0]`` (absent or malformed: "", unknown): the model class
-    the engine instantiates, which some of vLLM's rules name."""
+    the engine instantiates, which some of vLLM's rules name. A name with a NUL is malformed
+    (PostgreSQL text cannot hold it; the catalogue column is 128 characters)."""
     names = c.raw.get("architectures")
-    if isinstance(names, list) and names and isinstance(names[0], str):
+    if isinstance(names, list) and names and isinstance(names[0], str) and "\x00" not in names[0]:
         return names[0][:128]
     return ""
 

@@ -102,6 +102,8 @@ class Model(CatalogueRow, IdentityAuditBase):
     q_lora_rank: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     dense_layers: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     dense_intermediate_size: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Migration 0008: config.json's architectures[0] ('': unknown), the class vLLM instantiates.
+    architecture: Mapped[str] = mapped_column(String(128), default="", server_default="")
 
 
 class Format(CatalogueRow, IdentityAuditBase):

@@ -1,5 +1,7 @@
 """Catalogue endpoints in-process: shipped numbers, lookups, CRUD, conflicts, auth, errors."""
 
+import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -12,6 +14,7 @@ from tests.conftest import new_key
 
 Client = AsyncTestClient[Litestar]
 MiB = 2**20
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 
 def new_gpu(slug: str, **changes: Any) -> dict[str, Any]:
@@ -77,6 +80,30 @@ async def test_models_keep_exact_parameter_counts(client: Client) -> None:
     assert gemma3["total_params"] == 27_009_346_304
     assert gemma3["layer_types"].count("sliding") == 52
     assert gemma3["layer_types"].count("full") == 10
+
+
+async def test_shipped_models_name_their_config_class(client: Client) -> None:
+    # Migration 0008 (service/catalogue/data/model_updates.json): config.json's architectures[0]
+    # from ../shared/reference/models.json. The text-only Gemma 3 row (its reference config has
+    # no architectures) and Qwen3-Next (not in the reference) stay '' (unknown).
+    expected = {
+        "llama-3.1-70b": "LlamaForCausalLM",
+        "deepseek-v3": "DeepseekV3ForCausalLM",
+        "qwen2.5-7b": "Qwen2ForCausalLM",
+        "qwen3-235b-a22b": "Qwen3MoeForCausalLM",
+        "gpt-oss-20b": "GptOssForCausalLM",
+        "gemma-3-27b": "",
+        "qwen3-next-80b-a3b": "",
+    }
+    for slug, architecture in expected.items():
+        assert (await client.get(f"/models/{slug}")).json()["architecture"] == architecture, slug
+    # Every shipped row the config fixtures cover (written from the same reference) names the
+    # fixture's class.
+    for path in sorted(CONFIGS.glob("*.json")):
+        response = await client.get(f"/models/{path.stem}")
+        if response.status_code == 200:
+            names = json.loads(path.read_text()).get("architectures", [""])
+            assert response.json()["architecture"] == names[0], path.stem
 
 
 async def test_alias_resolves_when_unambiguous(client: Client) -> None:

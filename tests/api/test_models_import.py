@@ -59,8 +59,10 @@ async def test_import_then_plan_an_mxfp4_model(
     assert answer["model"]["checkpoint_format"] == "mxfp4"
     assert answer["model"]["checkpoint_bytes"] == 65_248_815_744
     assert answer["checkpoint"]["quantized_bytes"] == 60_914_073_600
+    assert answer["model"]["architecture"] == "GptOssForCausalLM"  # its architectures[0]
     stored = await client.get("/models/my-gpt-oss")
     assert stored.json()["layer_types"][:2] == ["sliding", "full"]
+    assert stored.json()["architecture"] == "GptOssForCausalLM"
     plan = await client.post(
         "/plan", json={"model": "my-gpt-oss", "gpu": "h100", "weight_format": "mxfp4"}
     )
@@ -132,6 +134,43 @@ async def test_an_imported_gemma_3_keeps_both_rotary_caches(
     request = {"model": "my-gemma-3", "gpu": "h100", "method": "vllm", "concurrency": 1}
     plan = (await client.post("/plan", json=request)).json()
     assert plan["prediction"]["per_gpu"]["weights_bytes"] == 54_864_813_280 + 301_989_888
+
+
+async def test_an_import_without_architectures_stores_an_unknown_class(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # The text-only Gemma 3 config has no architectures list: '' (unknown), not a guess.
+    body = {"slug": "my-gemma-3-text", "config_json": config("gemma-3-27b-text")}
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    assert (await client.get("/models/my-gemma-3-text")).json()["architecture"] == ""
+
+
+async def test_a_models_architecture_round_trips_through_create_replace_and_get(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    body = {"slug": "tiny-llama", **TINY_MODEL, "architecture": "LlamaForCausalLM"}
+    created = await client.post("/models", json=body, headers=admin_headers)
+    assert created.status_code == 201, created.text
+    assert created.json()["architecture"] == "LlamaForCausalLM"
+    assert (await client.get("/models/tiny-llama")).json()["architecture"] == "LlamaForCausalLM"
+    # Omitted on a replace: the default '' (a replace is the whole row).
+    replaced = await client.put(
+        "/models/tiny-llama", json={"slug": "tiny-llama", **TINY_MODEL}, headers=admin_headers
+    )
+    assert replaced.status_code == 200, replaced.text
+    assert (await client.get("/models/tiny-llama")).json()["architecture"] == ""
+
+
+async def test_an_architecture_over_128_characters_is_a_400_naming_it(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # The column is String(128): 129 characters never reach the database.
+    body = {"slug": "long-class", **TINY_MODEL, "architecture": "A" * 129}
+    response = await client.post("/models", json=body, headers=admin_headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["errors"][0]["field"] == "architecture"
+    assert (await client.get("/models/long-class")).status_code == 404
 
 
 async def test_rope_rows_out_of_range_are_a_422_naming_the_field(

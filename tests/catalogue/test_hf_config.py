@@ -85,6 +85,24 @@ def test_architecture_fields_come_from_the_config() -> None:
     assert qwen.resolved_head_dim == 128  # 3584 / 28
 
 
+def test_architecture_is_the_configs_first_architectures_entry() -> None:
+    # config.json's architectures[0], the class vLLM instantiates: the Llama fixture names
+    # LlamaForCausalLM; the multimodal Gemma 3 its wrapper, Gemma3ForConditionalGeneration (the
+    # top-level config, not its text_config); the text-only Gemma 3 fixture has no list.
+    def architecture(raw: dict[str, Any]) -> str:
+        return import_config(raw, "m").spec.architecture
+
+    assert architecture(config("llama-3.1-8b")) == "LlamaForCausalLM"
+    assert architecture(config("gemma-3-27b-multimodal")) == "Gemma3ForConditionalGeneration"
+    assert "architectures" not in config("gemma-3-27b-text")
+    assert architecture(config("gemma-3-27b-text")) == ""
+    # Malformed lists read as unknown rather than failing the import: empty, not a string, a
+    # NUL (PostgreSQL text cannot store it).
+    llama = config("llama-3.1-8b")
+    for wrong in ([], [7], "LlamaForCausalLM", ["Llama\x00ForCausalLM"]):
+        assert architecture({**llama, "architectures": wrong}) == ""
+
+
 def test_gpt_oss_120b_mxfp4_checkpoint_matches_the_published_tensor_bytes() -> None:
     # Experts' weights in MXFP4: 114,661,785,600 values x 4.25 bits = 60,914,073,600 B;
     # everything else (attention, router, expert biases, embeddings, head, norms) BF16:

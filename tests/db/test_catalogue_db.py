@@ -139,3 +139,53 @@ def test_0007_keeps_a_model_its_users_already_hold_under_the_new_slug(database_u
             assert list(names.scalars()) == ["Qwen3-Next 80B-A3B"]
     finally:
         engine.dispose()
+
+
+def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: str) -> None:
+    # Upgraded from 0007: the column arrives NOT NULL with '' for every row (a row its users
+    # added keeps '': unknown), and the shipped rows model_updates.json lists for 0008 get
+    # their config.json class; the text-only Gemma 3 row, with none in the reference, stays ''.
+    # The downgrade drops the column again.
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    engine = create_sync_engine(sync_url(database_url))
+
+    def columns() -> dict[str, dict[str, object]]:
+        return {c["name"]: c for c in inspect(engine).get_columns("models")}
+
+    def architectures() -> dict[str, str]:
+        with engine.begin() as conn:
+            rows = conn.execute(text("SELECT slug, architecture FROM models"))
+            return {slug: architecture for slug, architecture in rows}
+
+    try:
+        downgrade(database_url, "0007")
+        assert "architecture" not in columns()
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO models (slug, name, aliases, notes, sources, total_params, "
+                    "active_params, active_params_incl_embedding, layers, hidden_size, "
+                    "intermediate_size, attention_heads, kv_heads, head_dim, vocab_size, "
+                    "max_context_tokens, experts, experts_per_token, kv_lora_rank, "
+                    "qk_rope_head_dim, sliding_window_tokens, layer_types, created_at, "
+                    "updated_at) VALUES ('mine-0008', 'mine', '[]', '', '[]', 1000000, 1000000, "
+                    "0, 4, 64, 256, 4, 4, 0, 0, 4096, 0, 0, 0, 0, 0, '[]', CURRENT_TIMESTAMP, "
+                    "CURRENT_TIMESTAMP)"
+                )
+            )
+        migrate(database_url)
+        column = columns()["architecture"]
+        assert column["nullable"] is False
+        assert getattr(column["type"], "length", None) == 128
+        stored = architectures()
+        assert stored["mine-0008"] == ""
+        assert stored["llama-3.1-8b"] == "LlamaForCausalLM"
+        assert stored["mixtral-8x22b"] == "MixtralForCausalLM"
+        assert stored["gemma-3-27b"] == ""
+        assert sum(1 for a in stored.values() if a) == 15  # 17 shipped, 2 unknown
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM models WHERE slug = 'mine-0008'"))
+        engine.dispose()
