@@ -397,12 +397,17 @@ def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
     ``vllm/model_executor/layers/rotary_embedding``): max_position_embeddings; linear scaling
     multiplies it by the factor; YaRN builds original_max_position_embeddings x factor. Gemma 3
     has two ropes: the sliding layers' local one (rope_local_base_freq, no scaling) and the
-    global layers' (rope_scaling)."""
+    global layers' (rope_scaling). Multimodal RoPE (a rope_scaling with mrope_section: Qwen2-VL,
+    Qwen2.5-VL) is ``MRotaryEmbedding``, whose cache holds 4 x max_position_embeddings rows
+    ("we enlarge max_position_embeddings to 4 times" for long videos: vLLM 0.8.2
+    ``rotary_embedding.py``, still so in 0.24's ``rotary_embedding/mrope.py``)."""
     max_position = c.integer("max_position_embeddings")
     scaling = c.raw.get("rope_scaling")
     rows = max_position
     if isinstance(scaling, Mapping):
         kind = scaling.get("rope_type") or scaling.get("type")
+        if "mrope_section" in scaling and kind in (None, "default", "mrope"):
+            return (max_position * 4,)
         factor = scaling.get("factor")
         original = scaling.get("original_max_position_embeddings")
         if isinstance(factor, int | float) and factor > 0:

@@ -359,6 +359,9 @@ def test_qwen2_5_vl_counts_its_vision_transformer_and_merger() -> None:
     spec = imported.spec
     assert (spec.layers, spec.hidden_size, spec.kv_heads, spec.head_dim) == (28, 3584, 4, 128)
     assert spec.count_layers("full") == 28 and spec.sliding_window_tokens == 0
+    # Multimodal RoPE (rope_scaling names mrope_section): vLLM's MRotaryEmbedding caches
+    # 4 x 128,000 = 512,000 rows (of 128 x 2 B: 131,072,000 B, not 32,768,000).
+    assert spec.rope_cache_rows == (512_000,)
 
 
 def test_qwen2_5_vl_reads_the_decoder_from_the_top_level_of_older_configs() -> None:
