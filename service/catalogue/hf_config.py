@@ -3,7 +3,9 @@ turned into the core's architecture, exact parameter counts and checkpoint bytes
 
 Supported families are those whose layer code was checked against meta-device parameter counts
 (reference/models.md): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss,
-Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower), and
+Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower),
+Qwen2.5-VL (a Qwen2 decoder and its vision transformer, checked against vLLM 0.8.2's
+``qwen2_5_vl.py``), and
 Qwen3-Next (Gated DeltaNet linear attention and gated full attention, checked against vLLM's
 ``qwen3_next.py`` and the 74.2812 GiB a TP 2 rank loads in the collected 0.10.2 log). Anything
 else is refused with the list, never guessed.
@@ -386,6 +388,7 @@ FAMILIES: dict[str, Callable[[_Config], Parsed]] = {
     "gemma3_text": _gemma3_text,
     "gemma3": _gemma3_text,  # the multimodal wrapper: its text_config, plus the vision tower
     "qwen3_next": _qwen3_next,
+    "qwen2_5_vl": _qwen2,  # the multimodal wrapper: a Qwen2 decoder, plus the vision tower
 }
 
 
@@ -394,12 +397,17 @@ def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
     ``vllm/model_executor/layers/rotary_embedding``): max_position_embeddings; linear scaling
     multiplies it by the factor; YaRN builds original_max_position_embeddings x factor. Gemma 3
     has two ropes: the sliding layers' local one (rope_local_base_freq, no scaling) and the
-    global layers' (rope_scaling)."""
+    global layers' (rope_scaling). Multimodal RoPE (a rope_scaling with mrope_section: Qwen2-VL,
+    Qwen2.5-VL) is ``MRotaryEmbedding``, whose cache holds 4 x max_position_embeddings rows
+    ("we enlarge max_position_embeddings to 4 times" for long videos: vLLM 0.8.2
+    ``rotary_embedding.py``, still so in 0.24's ``rotary_embedding/mrope.py``)."""
     max_position = c.integer("max_position_embeddings")
     scaling = c.raw.get("rope_scaling")
     rows = max_position
     if isinstance(scaling, Mapping):
         kind = scaling.get("rope_type") or scaling.get("type")
+        if "mrope_section" in scaling and kind in (None, "default", "mrope"):
+            return (max_position * 4,)
         factor = scaling.get("factor")
         original = scaling.get("original_max_position_embeddings")
         if isinstance(factor, int | float) and factor > 0:
@@ -460,6 +468,43 @@ def siglip_vision_params(v: _Config) -> int:
         "a pooling head is not supported",
     )
     return embeddings + v.integer("num_hidden_layers") * layer + 2 * hidden
+
+
+def qwen25_vision_params(v: _Config) -> tuple[int, int]:
+    """Qwen2.5-VL's vision transformer and patch merger as vLLM 0.8.2 builds them
+    (``vllm/model_executor/models/qwen2_5_vl.py``; the same shapes as transformers'
+    ``modeling_qwen2_5_vl``): (all parameters, those every TP rank holds whole).
+
+    * ``Qwen2_5_VisionPatchEmbed``: an ``nn.Conv3d`` of in_channels x temporal_patch_size x
+      patch_size^2 x hidden, no bias (a plain module: whole on every rank);
+    * ``depth`` x ``Qwen2_5_VisionBlock``: two ``RMSNorm`` (whole); attention ``qkv``
+      (``ColumnParallelLinear`` hidden -> 3 hidden, biased: weight and bias sliced) and ``proj``
+      (``RowParallelLinear``, biased: weight sliced, the bias whole); ``Qwen2_5_VisionMLP``
+      gate_proj and up_proj (``ColumnParallelLinear``) and down_proj (``RowParallelLinear``), all
+      biased, at intermediate_size;
+    * ``Qwen2_5_VisionPatchMerger``: ``ln_q`` RMSNorm over hidden (whole), then
+      ``ColumnParallelLinear`` hidden x merge^2 -> the same and ``RowParallelLinear`` -> the
+      decoder's out_hidden_size, both biased (the second's bias whole).
+
+    vLLM's ``RowParallelLinear`` allocates its bias at the full output size on each rank;
+    ``ColumnParallelLinear`` slices it with the output
+    (``vllm/model_executor/layers/linear.py``)."""
+    hidden, inter = v.integer("hidden_size"), v.integer("intermediate_size")
+    channels = v.integer("in_channels", v.raw.get("in_chans", 3))
+    patch, temporal = v.integer("patch_size"), v.integer("temporal_patch_size", 2)
+    merged = hidden * v.integer("spatial_merge_size", 2) ** 2
+    out = v.integer("out_hidden_size")
+    depth = v.integer("depth", maximum=MAX_LAYERS)
+    patch_embed = channels * temporal * patch * patch * hidden
+    norms = 2 * hidden
+    attention = (3 * hidden * hidden + 3 * hidden) + (hidden * hidden + hidden)
+    mlp = 2 * (hidden * inter + inter) + (inter * hidden + hidden)
+    merger = hidden + (merged * merged + merged) + (merged * out + out)
+    total = patch_embed + depth * (norms + attention + mlp) + merger
+    # Whole on each rank: the convolution, the norms and the row-parallel biases (proj and
+    # down_proj in every block, the merger's second linear).
+    whole = patch_embed + depth * (norms + 2 * hidden) + hidden + out
+    return total, whole
 
 
 def _quant_scheme(c: _Config, arch: Architecture) -> tuple[QuantScheme, NumberFormat, list[str]]:
@@ -594,13 +639,25 @@ def import_config(
             f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}",
         )
     c = top.sub("text_config") if model_type == "gemma3" else top
+    if model_type == "qwen2_5_vl" and config.get("text_config") is not None:
+        # transformers >= 4.52 nests the decoder's fields in text_config (4.57 also mirrors them
+        # at the top); older configs keep them at the top only. Nested values win, the top
+        # fills what the nesting leaves out.
+        c = _Config({**config, **top.sub("text_config").raw})
     arch, kinds, window = FAMILIES[model_type](c)
     notes: list[str] = []
-    vision = 0
+    vision = replicated = 0
     if model_type == "gemma3":
         v = top.sub("vision_config")
         # The projector: one vision_hidden x text_hidden matrix and a soft-embedding RMSNorm.
         vision = siglip_vision_params(v) + v.integer("hidden_size") * (arch.hidden_size + 1)
+    if model_type == "qwen2_5_vl":
+        vision, replicated = qwen25_vision_params(top.sub("vision_config"))
+        require(
+            top.sub("vision_config").integer("out_hidden_size") == arch.hidden_size,
+            f"{FIELD}.vision_config.out_hidden_size",
+            "must be the decoder's hidden_size (the merger feeds the decoder)",
+        )
     counted = count_params(arch)
     mtp_layers = top.integer("num_nextn_predict_layers", 0, minimum=0)
     scheme, weight_format, quant_notes = _quant_scheme(top, arch)
@@ -632,6 +689,7 @@ def import_config(
         name=str(config.get("_name_or_path") or slug),
         architecture=_architecture(top),
         total_params=total,
+        replicated_params=replicated,
         active_params=counted.active_excl_input_embedding + vision if arch.experts else 0,
         layers=arch.layers,
         hidden_size=arch.hidden_size,

@@ -523,13 +523,13 @@ def bnb_loaded_bytes(model: ModelSpec, config: EngineConfig) -> int:
     (``bnb_layer_bytes``) and everything else (embedding, LM head, norms, biases) in the model's
     dtype. vLLM's ``BitsAndBytesConfig.get_quant_method`` quantises ``LinearBase`` layers only:
     ``VocabParallelEmbedding`` and ``ParallelLMHead`` are not linear layers, and Unsloth's
-    checkpoints list lm_head among llm_int8_skip_modules as well."""
+    checkpoints list lm_head among llm_int8_skip_modules as well. ``replicated_params`` are whole
+    on every rank."""
     attention, mlp = _linear_shapes(model, 1)
     linear = model.layers * (sum(attention) + sum(mlp))
-    rest = ceil_div(
-        (model.total_params - linear) * model_dtype_bytes(config), config.tensor_parallel_size
-    )
-    return sum(bnb_layer_bytes(model, config)) + rest
+    b, whole = model_dtype_bytes(config), model.replicated_params
+    rest = ceil_div((model.total_params - linear - whole) * b, config.tensor_parallel_size)
+    return sum(bnb_layer_bytes(model, config)) + rest + whole * b
 
 
 LoraRank = Literal[8, 16, 32, 64, 128, 256, 320, 512]
@@ -1119,18 +1119,22 @@ def loaded_weight_bytes(
     int4_group_size: int = 128,
 ) -> int:
     """Weights on one rank as the engine loads them (vocab-parallel embedding and LM head, every
-    matrix sliced by TP; norms are negligible). MXFP4: the experts as ``mxfp4_expert_bytes``
-    lays them out (``mxfp4_backend`` must be resolved, not auto), the rest 16-bit."""
+    matrix sliced by TP; the decoder's norms are negligible). MXFP4: the experts as
+    ``mxfp4_expert_bytes`` lays them out (``mxfp4_backend`` must be resolved, not auto), the
+    rest 16-bit. ``model.replicated_params`` (a vision tower's convolution, norms and
+    row-parallel biases) are whole and 16-bit on every rank."""
     tp = tensor_parallel
+    whole = model.replicated_params * 2
+    total = model.total_params - model.replicated_params  # sliced by TP
     if quantization == "none":
-        return ceil_div(model.total_params * 2, tp)
+        return ceil_div(total * 2, tp) + whole
     if quantization == "fp8":
         sixteen = 2 * _embedding_params(model)  # embedding + untied LM head stay 16-bit
-        return ceil_div((model.total_params - sixteen) + sixteen * 2, tp)
+        return ceil_div((total - sixteen) + sixteen * 2, tp) + whole
     if quantization in INT4_BYTES:
         num, den = INT4_BYTES[quantization]
         sixteen = 2 * _embedding_params(model)
-        return ceil_div((model.total_params - sixteen) * num + sixteen * 2 * den, den * tp)
+        return ceil_div((total - sixteen) * num + sixteen * 2 * den, den * tp) + whole
     require(
         model.is_moe and model.intermediate_size > 0,
         "quantization",
@@ -1138,13 +1142,13 @@ def loaded_weight_bytes(
     )
     h, i = model.hidden_size, model.intermediate_size
     if quantization == "w4a16-experts":
-        rest = ceil_div((model.total_params - model.layers * model.experts * 3 * h * i) * 2, tp)
-        return w4a16_expert_bytes(model, tp, int4_group_size) + rest
+        rest = ceil_div((total - model.layers * model.experts * 3 * h * i) * 2, tp)
+        return w4a16_expert_bytes(model, tp, int4_group_size) + rest + whole
     require(mxfp4_backend != "auto", "mxfp4_backend", "resolve auto with mxfp4_backend_for")
     # Logical expert parameters (gate/up/down and their biases) leave the 16-bit remainder.
     logical = model.layers * model.experts * (3 * h * i + 2 * i + h)
-    rest = ceil_div((model.total_params - logical) * 2, tp)
-    return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest
+    rest = ceil_div((total - logical) * 2, tp)
+    return mxfp4_expert_bytes(model, tp, mxfp4_backend) + rest + whole
 
 
 def pipeline_partition(layers: int, pipeline_parallel: int, version: EngineEra) -> list[int]:

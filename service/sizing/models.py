@@ -29,6 +29,11 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     total_params: int
     active_params: int = 0
     """Parameters used per token (MoE); 0 means dense: the same as ``total_params``."""
+    replicated_params: int = 0
+    """Parameters of ``total_params`` that every tensor-parallel rank holds whole instead of a
+    1/TP slice (a vision tower's patch embedding, norms and row-parallel biases: vLLM's
+    ``nn.Conv3d``/``RMSNorm`` are plain modules and ``RowParallelLinear`` keeps its full bias on
+    each rank). 0: every parameter is sliced."""
     layers: int
     hidden_size: int
     intermediate_size: int = 0
@@ -117,6 +122,7 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
     require(spec.max_context_tokens > 0, f("max_context_tokens"), "must be a positive integer")
     for name in (
         "active_params",
+        "replicated_params",
         "intermediate_size",
         "head_dim",
         "vocab_size",
@@ -151,6 +157,11 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
     require(
         spec.active_params <= spec.total_params,
         f("active_params"),
+        "cannot exceed total_params",
+    )
+    require(
+        spec.replicated_params <= spec.total_params,
+        f("replicated_params"),
         "cannot exceed total_params",
     )
     require(

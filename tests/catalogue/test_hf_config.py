@@ -342,3 +342,52 @@ def test_phi_4_counts_as_llama_shapes_with_fused_projections() -> None:
     with pytest.raises(SizingError) as err:
         import_config({**phi4, "rope_scaling": {"type": "longrope"}}, "phi-3.5")
     assert err.value.field.endswith("rope_scaling")
+
+
+def test_qwen2_5_vl_counts_its_vision_transformer_and_merger() -> None:
+    # Qwen2.5-VL-7B-Instruct's vision_config: hidden 1,280, intermediate 3,420, depth 32,
+    # 3 channels, temporal patch 2, patch 14, spatial merge 2, out_hidden_size 3,584 (vLLM
+    # 0.8.2 qwen2_5_vl.py, Qwen2_5_VisionTransformer):
+    # patch_embed Conv3d, no bias: 3 x 2 x 14 x 14 x 1,280 = 1,505,280.
+    # One block: norm1 + norm2 (RMSNorm) 2 x 1,280 = 2,560; qkv 1,280 x 3,840 + 3,840
+    # = 4,919,040; proj 1,280 x 1,280 + 1,280 = 1,639,680; gate and up 2 x (1,280 x 3,420
+    # + 3,420) = 8,762,040; down 3,420 x 1,280 + 1,280 = 4,378,880; together 19,702,200, and
+    # 32 blocks 630,470,400.
+    # Merger: ln_q 1,280; mlp.0 5,120 x 5,120 + 5,120 = 26,219,520 (5,120 = 1,280 x 2^2);
+    # mlp.2 5,120 x 3,584 + 3,584 = 18,353,664; together 44,574,464.
+    # Vision: 1,505,280 + 630,470,400 + 44,574,464 = 676,550,144.
+    # Whole on every TP rank: the Conv3d 1,505,280, per block the two norms and the
+    # row-parallel biases of proj and down_proj (2,560 + 1,280 + 1,280 = 5,120, x 32 =
+    # 163,840), the merger's ln_q 1,280 and mlp.2 bias 3,584: 1,673,984.
+    # The decoder is Qwen2-7B's: 7,615,616,512 (28 layers of hidden 3,584, 4 KV heads of 128,
+    # MLP 18,944, untied 152,064 vocabulary). Total 8,292,166,656: the "8.29B parameters"
+    # transformers 4.57.1 printed for this checkpoint (the verl log the config was copied from,
+    # see its _source); 2 bytes each, 16,584,333,312 B, is the BF16 size third-party code
+    # records for Qwen2.5-VL-7B derivatives (index total_size asserted for a Lingshu-7B
+    # checkpoint, and exo's Qwen-Image card, whose text encoder is Qwen2.5-VL-7B).
+    imported = import_config(log_config("qwen2.5-vl-7b-instruct"), "qwen2.5-vl-7b")
+    assert imported.model_type == "qwen2_5_vl"
+    assert imported.vision_params == 676_550_144
+    assert imported.spec.replicated_params == 1_673_984
+    assert imported.params.total == 7_615_616_512
+    assert imported.spec.total_params == 8_292_166_656
+    assert imported.checkpoint.total_bytes == 16_584_333_312
+    assert imported.spec.architecture == "Qwen2_5_VLForConditionalGeneration"
+    # The decoder: Qwen2 shapes, every layer full attention (use_sliding_window false).
+    spec = imported.spec
+    assert (spec.layers, spec.hidden_size, spec.kv_heads, spec.head_dim) == (28, 3584, 4, 128)
+    assert spec.count_layers("full") == 28 and spec.sliding_window_tokens == 0
+    # Multimodal RoPE (rope_scaling names mrope_section): vLLM's MRotaryEmbedding caches
+    # 4 x 128,000 = 512,000 rows (of 128 x 2 B: 131,072,000 B, not 32,768,000).
+    assert spec.rope_cache_rows == (512_000,)
+
+
+def test_qwen2_5_vl_reads_the_decoder_from_the_top_level_of_older_configs() -> None:
+    # transformers < 4.52 wrote no text_config: the same decoder from the top-level fields.
+    raw = log_config("qwen2.5-vl-7b-instruct")
+    del raw["text_config"]
+    assert import_config(raw, "qwen2.5-vl-7b").spec.total_params == 8_292_166_656
+    # A merger that does not feed the decoder's width is refused, naming the field.
+    raw["vision_config"] = {**raw["vision_config"], "out_hidden_size": 2048}
+    with pytest.raises(SizingError, match="out_hidden_size"):
+        import_config(raw, "qwen2.5-vl-7b")

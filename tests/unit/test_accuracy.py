@@ -73,8 +73,8 @@ def test_a_case_may_bring_its_own_config(tmp_path: Path) -> None:
 def test_the_collected_cases_as_they_stand() -> None:
     # 120 cases (35 set a fitted constant; twelve V0 logs at TP 1 set V0's non-torch figure
     # together, as their median). Six are this project's own start-ups on an H200 with vLLM
-    # 0.24.0 (h200own-*, held-out, each within 1%). KV tokens within 5%: 85 of 97 (87.6%;
-    # held-out 57 of 65; 85 of 95 of the runs the method models), short of the issue's 90%.
+    # 0.24.0 (h200own-*, held-out, each within 1%). KV tokens within 5%: 86 of 97 (88.7%;
+    # held-out 58 of 66; 86 of 96 of the runs the method models), short of the issue's 90%.
     # The misses, each with its cause:
     # - dennislee A100 40GB x2 over Ray (two nodes, custom all-reduce off): +5.5%, ~0.6 GiB of
     #   non-torch memory beyond the single-node figure, not modelled;
@@ -90,13 +90,15 @@ def test_the_collected_cases_as_they_stand() -> None:
     # - four AWQ runs on an RTX 5090 under 0.28 (+12% to +31%): a cold start there holds about
     #   1.4 GiB more outside torch than the method's figure (weights + non-torch 20.04 against
     #   18.62 GiB for the same model warm), whose source is not found;
-    # - not modelled (2): Mixtral AWQ on vLLM 0.2.7 (before the modelled releases);
-    #   Qwen2.5-VL-7B with LoRA (the importer has no qwen2_5_vl vision tower).
+    # - not modelled (1): Mixtral AWQ on vLLM 0.2.7 (before the modelled releases).
+    # Qwen2.5-VL-7B with LoRA at TP 4 (V0 0.8.2) is predicted since the importer counts its
+    # vision tower: 4,777,376 tokens against 4,917,360 (-2.8%, within 5%), weights 4.0205
+    # against 4.0323 GiB (-0.3%) with the multimodal rotary cache's 4 x 128,000 rows.
     # The two bitsandbytes 4-bit runs under Unsloth (Llama 3.1 8B on 0.7.2, Qwen2.5-0.5B on
     # 0.10.0) come within 1.3% in tokens, with the utilisation Unsloth passed (its own
     # "actual GPU utilization = 59.59% / 78.28%" lines; vLLM prints it rounded).
-    # Weights within 1%: 90 of 93 (Qwen2.5-VL; Unsloth's Qwen2.5-0.5B bnb, +2.4%, where vLLM
-    # 0.10's fp32 block scales are counted and Unsloth may have kept them double-quantised;
+    # Weights within 1%: 91 of 93 (Unsloth's Qwen2.5-0.5B bnb, +2.4%, where vLLM 0.10's fp32
+    # block scales are counted and Unsloth may have kept them double-quantised;
     # DeepSeek-R1-Distill-Qwen-14B at TP 2 on V0 0.7.2, -1.2%, whose config is a
     # reconstruction).
     # Failures: 16 of 19; the two gpt-oss-20b runs at utilisation 0.95 on vLLM 0.19 die
@@ -107,18 +109,21 @@ def test_the_collected_cases_as_they_stand() -> None:
     rep = report()
     measured = [r for r in rep.cases if r.inconsistent is None]
     assert len(rep.cases) == 120 and sum(r.role == "fit" for r in rep.cases) == 35
-    assert (rep.tokens_within, rep.tokens_cases) == (85, 97)
-    assert (rep.weights_within, rep.weights_cases) == (90, 93)
+    assert (rep.tokens_within, rep.tokens_cases) == (86, 97)
+    assert (rep.weights_within, rep.weights_cases) == (91, 93)
+    assert {
+        r.case for r in measured if r.weights_error is not None and abs(r.weights_error) > 0.01
+    } == {
+        "unknownrepo-rtx4090-48gb-qwen2.5-0.5b-instruct-bnb4-unsloth-32k-util0.78-v0.10.0",
+        "vllm-13061-rtx4090-x2-deepseek-r1-distill-qwen-14b-tp2-util0.98-131k-fails",
+    }
     assert (rep.failures_ok, rep.failure_cases) == (16, 19)
     assert rep.false_failures == 0 and not rep.meets_bar
     token_misses = {
         r.case for r in measured if r.tokens_error is not None and abs(r.tokens_error) > 0.05
     }
     not_modelled = {r.case for r in rep.cases if r.unsupported}
-    assert not_modelled == {
-        "vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5",
-        "blog-a800-x4-qwen2.5-vl-7b-instruct-lora-tp4-3k-util0.9-v0.8.2",
-    }
+    assert not_modelled == {"vllm-2382-a100-mixtral-8x7b-awq-tp2-util0.5"}
     assert token_misses - not_modelled == {
         "dennislee-a100-40gb-x2-qwen2-7b-tp2-util0.5",
         "kubesimplify-rtxpro6000-qwen3-32b-pp2-util0.426",
@@ -144,7 +149,7 @@ def test_the_collected_cases_as_they_stand() -> None:
 
 
 def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
-    # The cases no constant was fitted on: 57 of 65 within 5% (87.7%). A new miss among them
+    # The cases no constant was fitted on: 58 of 66 within 5% (87.9%). A new miss among them
     # (or one fewer) changes this number, on purpose.
     rep = report()
     held_out = [
@@ -153,4 +158,4 @@ def test_held_out_kv_tokens_stay_within_5_percent_in_most_cases() -> None:
         if r.role == "held-out" and r.inconsistent is None and r.tokens_error is not None
     ]
     within = sum(1 for r in held_out if abs(r.tokens_error or 0) <= 0.05)
-    assert (within, len(held_out)) == (57, 65)
+    assert (within, len(held_out)) == (58, 66)

@@ -68,6 +68,12 @@ def test_weights_as_loaded() -> None:
     # 16-bit: 8,030,261,248 x 2 B; TP 2 halves it.
     assert loaded_weight_bytes(LLAMA_8B, "none", 1) == 16_060_522_496
     assert loaded_weight_bytes(LLAMA_8B, "none", 2) == 8_030_261_248
+    # Replicated parameters (a vision tower's Conv3d, norms, row-parallel biases) are whole on
+    # each rank: 1,673,984 of them in a 8,292,166,656 total at TP 4 (Qwen2.5-VL-7B):
+    # (8,292,166,656 - 1,673,984) x 2 / 4 + 1,673,984 x 2 = 4,145,246,336 + 3,347,968
+    # = 4,148,594,304 B, against 4,146,083,328 if everything were sliced.
+    vl = msgspec.structs.replace(LLAMA_8B, total_params=8_292_166_656, replicated_params=1_673_984)
+    assert loaded_weight_bytes(vl, "none", 4) == 4_148_594_304
     # FP8 70B: embedding and LM head (128,256 x 8,192 = 1,050,673,152 each) stay 16-bit:
     # (70,553,706,496 - 2,101,346,304) x 1 + 2,101,346,304 x 2 = 72,655,052,800 B (67.66 GiB;
     # the llm-d log says 67.72).
