@@ -147,6 +147,9 @@ class ModelBody(msgspec.Struct, kw_only=True):
     )
     checkpoint_bytes: Bytes = 0
     """A quantised checkpoint's stored size in checkpoint_format (set by POST /models/import)."""
+    replicated_params: Count = 0
+    """Parameters every tensor-parallel rank holds whole (Qwen2.5-VL's vision patch embedding,
+    norms and row-parallel biases); 0: all split. Set by POST /models/import."""
     rope_cache_rows: Annotated[list[int], Meta(max_length=8)] = []
     """Rows of each rotary cache vLLM builds (one per distinct rope; Gemma 3: [131072, 1048576]);
     empty: one cache of max_context_tokens rows. Set by POST /models/import. Each must be

@@ -88,6 +88,8 @@ class Model(CatalogueRow, IdentityAuditBase):
     # Migration 0005: a quantised checkpoint's stored size, in its own format ('' / 0: none).
     checkpoint_format: Mapped[str] = mapped_column(String(64), default="", server_default="")
     checkpoint_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Migration 0009: parameters every tensor-parallel rank holds whole (0: all split).
+    replicated_params: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # Migration 0006: rows of each rotary cache ([]: one of max_context_tokens rows).
     rope_cache_rows: Mapped[list[int]] = mapped_column(JsonList, default=list, server_default="[]")
     # Migration 0007: linear-attention (Gated DeltaNet) sizes and the rotary dimension (0: none /

@@ -237,3 +237,20 @@ async def test_dense_layers_need_an_moe_model(
 ) -> None:
     dense = {"dense_layers": 1, "dense_intermediate_size": 256}
     await assert_refused(client, admin_headers, "dense-with-dense-layers", "dense_layers", **dense)
+
+
+async def test_an_imported_vision_models_replicated_params_survive_the_catalogue(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # Qwen2.5-VL-7B: the vision tower's Conv3d, norms and row-parallel biases stay whole on every
+    # tensor-parallel rank (tests/catalogue/test_hf_config.py works the 1,673,984); stored in
+    # the column migration 0009 adds and read back, so a plan on the stored row splits as the
+    # import did.
+    raw = json.loads(
+        (CONFIGS.parent / "vllm_logs" / "configs" / "qwen2.5-vl-7b-instruct.json").read_text()
+    )
+    body = {"slug": "my-qwen2.5-vl", "config_json": {k: v for k, v in raw.items() if k[0] != "_"}}
+    response = await client.post("/models/import", json=body, headers=admin_headers)
+    assert response.status_code == 201, response.text
+    assert response.json()["model"]["replicated_params"] == 1_673_984
+    assert (await client.get("/models/my-qwen2.5-vl")).json()["replicated_params"] == 1_673_984
