@@ -19,17 +19,12 @@ from service.sizing.engine import (
     EngineConfig,
     EngineEra,
     EnginePrediction,
-    bnb_absmax_of,
     bnb_skipped_layers,
     era_of_version,
+    for_release,
     kv_cache_dtype_of,
-    lora_extra_vocab_of,
-    lora_in_weights_of,
-    mla_latent_cache_of,
-    mla_weights_of,
     predict_vllm,
     quantization_of,
-    release_of,
 )
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
@@ -219,12 +214,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
     skip_mlp: tuple[int, ...] = ()
     if quantization == "bnb-nf4":
         skip_attention, skip_mlp = _bnb_skips(case, model_of(case).layers)
-    absmax: BnbAbsmax = (
-        msgspec.convert(c["bnb_absmax"], BnbAbsmax)
-        if c.get("bnb_absmax")
-        else bnb_absmax_of(case["vllm_version"])
-    )
-    return EngineConfig(
+    config = EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
         pipeline_parallel_size=c.get("pipeline_parallel_size") or 1,
         max_model_len=c.get("max_model_len"),
@@ -234,15 +224,12 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         kv_cache_dtype=kv_cache_dtype_of(c.get("kv_cache_dtype", "auto")),
         quantization=quantization,
         int4_group_size=c.get("int4_group_size", 128),
-        bnb_absmax=absmax,
         bnb_skip_attention_layers=skip_attention,
         bnb_skip_mlp_layers=skip_mlp,
         enable_lora=bool(c.get("enable_lora")),
         max_loras=c.get("max_loras") or 1,
         max_lora_rank=c.get("max_lora_rank") or 16,
         lora_embeddings=bool(c.get("lora_embeddings")),
-        lora_extra_vocab_size=lora_extra_vocab_of(case["vllm_version"]),
-        lora_in_weights=lora_in_weights_of(case["vllm_version"]),
         max_num_batched_tokens=c.get("max_num_batched_tokens"),
         max_num_seqs=c.get("max_num_seqs"),
         enforce_eager=bool(c.get("enforce_eager")),
@@ -251,11 +238,16 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
         cpu_offload_bytes=int((c.get("cpu_offload_gb") or 0) * GiB),
         usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
         version=version,
-        release=None if c.get("engine_version") else release_of(case["vllm_version"]),
-        mla_latent_cache=mla_latent_cache_of(case["vllm_version"]),
-        mla_weights=mla_weights_of(case["vllm_version"], version),
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
+    config = for_release(config, case["vllm_version"])
+    if c.get("bnb_absmax"):  # the case knows how its run kept the scales
+        config = msgspec.structs.replace(
+            config, bnb_absmax=msgspec.convert(c["bnb_absmax"], BnbAbsmax)
+        )
+    if c.get("engine_version"):  # a named engine: the release's finer rules are not its own
+        config = msgspec.structs.replace(config, release=None)
+    return config
 
 
 def predict_case(case: dict[str, Any]) -> EnginePrediction:

@@ -91,7 +91,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
     base = EngineConfig(
         tensor_parallel_size=data.tensor_parallel_size,
         max_model_len=data.max_model_len,
-        gpu_memory_utilization=data.gpu_memory_utilization or 0.92,
+        gpu_memory_utilization=data.gpu_memory_utilization,
         kv_cache_dtype=data.kv_cache_dtype,
         block_size=data.block_size,
         max_num_batched_tokens=data.max_num_batched_tokens,
@@ -113,7 +113,6 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         users=data.concurrency,
         quantization=data.quantization,
         era=data.engine_version,
-        utilisation=data.gpu_memory_utilization,
     )
 
 

@@ -206,7 +206,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = 0.9
+    """None: the release's own default (``default_utilisation``), resolved with the other
+    defaults in ``engine_defaults``."""
     dtype: Dtype = "auto"
     """--dtype: float32 doubles 16-bit weights and an auto KV cache (4 bytes a value)."""
     block_size: int = 16
@@ -338,6 +340,22 @@ def mla_weights_of(version: str | None, era: EngineEra) -> MlaWeights:
     if release < (0, 7, 1):
         return "plain"
     return "absorbed-bf16" if release >= (0, 7, 3) else "absorbed-fp32"
+
+
+def for_release(config: EngineConfig, version: str | None) -> EngineConfig:
+    """``config`` with what a release decides inside its era (``config.version``): the release
+    itself (for the 0.23-0.28 rules), MLA's cache and weight layouts, how bitsandbytes scales are
+    kept, LoRA's extra vocabulary and where its slots are counted. ``version`` None: each rule's
+    answer for no readable release (the era's current behaviour)."""
+    return msgspec.structs.replace(
+        config,
+        release=release_of(version) if version else None,
+        mla_latent_cache=mla_latent_cache_of(version) if version else True,
+        mla_weights=mla_weights_of(version, config.version),
+        bnb_absmax=bnb_absmax_of(version),
+        lora_extra_vocab_size=lora_extra_vocab_of(version),
+        lora_in_weights=lora_in_weights_of(version),
+    )
 
 
 FOUR_BIT_METHODS = frozenset({"gptq_marlin_24", "gguf"})
@@ -737,7 +755,11 @@ def engine_defaults(
     model: ModelSpec, gpu_total_bytes: int, gpu_slug: str, config: EngineConfig
 ) -> EngineDefaults:
     """vLLM's defaults (V1 ``EngineArgs._set_default_args``; V0 scheduler config): GPUs with at
-    least 70 GiB that are not A100s get the larger batched-token budget and 1024 sequences."""
+    least 70 GiB that are not A100s get the larger batched-token budget and 1024 sequences;
+    the utilisation is the release's (``default_utilisation``) unless given."""
+    utilisation = config.gpu_memory_utilization
+    if utilisation is None:
+        utilisation = default_utilisation(config.version, config.release)
     mml = config.max_model_len or model.max_context_tokens
     if config.version == "v0":
         tokens = config.max_num_batched_tokens or max(mml, 2048)
@@ -745,7 +767,7 @@ def engine_defaults(
             max_model_len=mml,
             max_num_batched_tokens=tokens,
             max_num_seqs=config.max_num_seqs or 256,
-            gpu_memory_utilization=config.gpu_memory_utilization,
+            gpu_memory_utilization=utilisation,
             rule="V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048), "
             "max_num_seqs 256",
         )
@@ -761,7 +783,7 @@ def engine_defaults(
         max_model_len=mml,
         max_num_batched_tokens=config.max_num_batched_tokens or tokens,
         max_num_seqs=config.max_num_seqs or seqs,
-        gpu_memory_utilization=config.gpu_memory_utilization,
+        gpu_memory_utilization=utilisation,
         rule=f"{who} on {why}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}",
     )
 
@@ -1365,7 +1387,6 @@ def predict_vllm(
     tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
     require(1 <= tp <= 1024, "tensor_parallel_size", "must be between 1 and 1024")
     require(1 <= pp <= model.layers, "pipeline_parallel_size", "must be between 1 and the layers")
-    require(0 < config.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
     require(config.block_size in (1, 8, 16, 32, 64, 128, 256), "block_size", "not a vLLM size")
     if config.max_model_len is not None:
         require(config.max_model_len >= 1, "max_model_len", "must be at least 1")
@@ -1378,9 +1399,10 @@ def predict_vllm(
     d = engine_defaults(model, total, gpu.slug, config)
     require(d.max_num_batched_tokens >= 1, "max_num_batched_tokens", "must be at least 1")
     require(d.max_num_seqs >= 1, "max_num_seqs", "must be at least 1")
+    require(0 < d.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
     notes: list[str] = [f"Defaults: {d.rule}."]
 
-    usable = int(total * config.gpu_memory_utilization)
+    usable = int(total * d.gpu_memory_utilization)
     backend: Mxfp4Backend = config.mxfp4_backend
     if backend == "auto":
         backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, config.version)
@@ -1470,24 +1492,23 @@ def predict_vllm(
         rows_embedding, rows_head = lora_vocab_rows(model, config)
         vocab_first = ceil_div(rows_embedding * model.hidden_size * 2, tp)
         vocab_last = ceil_div(rows_head * model.hidden_size * 2, tp)
-        slots = lora_layer_bytes(model, config) * model.layers
+        layer_slots = lora_layer_bytes(model, config)
         emb_slots, logit_slots = lora_embedding_bytes(model, config)
-        slots += emb_slots + logit_slots + punica_metadata_bytes(config, d)
+        indices = punica_metadata_bytes(config, d)
+        slots = layer_slots * model.layers + emb_slots + logit_slots + indices
+        where = (
+            ", counted in the weights (vLLM 0.8 and later)"
+            if config.lora_in_weights
+            else " that this release allocates after measuring the weights: they are in neither "
+            "the weights line nor the KV budget, and come out of the memory "
+            "gpu_memory_utilization leaves free"
+        )
+        notes.append(
+            f"LoRA: {config.max_loras} slot(s) of rank {config.max_lora_rank} take "
+            f"{_gib(slots)} GiB a rank{where}."
+        )
         if config.lora_in_weights:
-            lora_layer = lora_layer_bytes(model, config)
-            lora_first, lora_last = emb_slots, logit_slots
-            punica = punica_metadata_bytes(config, d)
-            notes.append(
-                f"LoRA: {config.max_loras} slot(s) of rank {config.max_lora_rank} take "
-                f"{_gib(slots)} GiB a rank, counted in the weights (vLLM 0.8 and later)."
-            )
-        else:
-            notes.append(
-                f"LoRA: {config.max_loras} slot(s) of rank {config.max_lora_rank} take "
-                f"{_gib(slots)} GiB a rank that this release allocates after measuring the "
-                "weights: they are in neither the weights line nor the KV budget, and come out "
-                "of the memory gpu_memory_utilization leaves free."
-            )
+            lora_layer, lora_first, lora_last, punica = layer_slots, emb_slots, logit_slots, indices
     # Before 0.8 vLLM's DeepSeek built its LM head on every pipeline stage (PR #13833).
     head_everywhere = config.version == "v0" and model.kv_lora_rank > 0
     types = model.resolved_layer_types
@@ -1569,7 +1590,7 @@ def predict_vllm(
     if config.version in LATER_ERAS and usable > total - startup:
         failure = (
             f"Free memory on device ({_gib(total - startup)}/{_gib(total)} GiB) on startup is "
-            f"less than desired GPU memory utilization ({config.gpu_memory_utilization}, "
+            f"less than desired GPU memory utilization ({d.gpu_memory_utilization}, "
             f"{_gib(usable)} GiB)"
         )
     elif kv_bytes <= 0:
@@ -1596,7 +1617,7 @@ def predict_vllm(
     ):
         failure = (
             f"CUDA out of memory capturing CUDA graphs: the KV cache takes the budget up to "
-            f"gpu_memory_utilization {config.gpu_memory_utilization}, leaving "
+            f"gpu_memory_utilization {d.gpu_memory_utilization}, leaving "
             f"{_gib(total - usable)} GiB for the graphs, which this release captures afterwards"
         )
     if n_groups > 1:

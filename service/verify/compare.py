@@ -10,18 +10,13 @@ from service.sizing.engine import (
     EngineEra,
     EnginePrediction,
     Quantization,
-    bnb_absmax_of,
     custom_all_reduce,
-    default_utilisation,
     era_of_version,
+    for_release,
     kv_cache_dtype_of,
-    lora_extra_vocab_of,
-    lora_in_weights_of,
-    mla_latent_cache_of,
     mla_weights_of,
     predict_vllm,
     quantization_of,
-    release_of,
     runs_on_model_runner_v2,
 )
 from service.sizing.hardware import GpuSpec
@@ -54,15 +49,10 @@ class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def config_from_log(
-    log: StartupLog,
-    base: EngineConfig,
-    quantization: Quantization | None,
-    era: EngineEra | None,
-    utilisation: float | None = None,
+    log: StartupLog, base: EngineConfig, quantization: Quantization | None, era: EngineEra | None
 ) -> EngineConfig:
-    """The configuration the log echoes, over ``base`` (the request's own flags; its
-    utilisation only where ``utilisation`` is None and the log echoes none, else the default of
-    the release the log prints)."""
+    """The configuration the log echoes, over ``base`` (the request's own flags; a utilisation
+    neither gives is the release's default)."""
     quant = quantization or (
         quantization_of(log.quantization, "log") if log.quantization else base.quantization
     )
@@ -71,14 +61,12 @@ def config_from_log(
     version = era or (
         era_of_version(log.vllm_version, base.version, "log") if log.vllm_version else base.version
     )
-    return msgspec.structs.replace(
+    config = msgspec.structs.replace(
         base,
         tensor_parallel_size=log.tensor_parallel_size or base.tensor_parallel_size,
         pipeline_parallel_size=log.pipeline_parallel_size or base.pipeline_parallel_size,
         max_model_len=log.max_model_len or log.concurrency_tokens or base.max_model_len,
-        gpu_memory_utilization=log.gpu_memory_utilization
-        or utilisation
-        or default_utilisation(version, release_of(log.vllm_version) if log.vllm_version else None),
+        gpu_memory_utilization=log.gpu_memory_utilization or base.gpu_memory_utilization,
         max_num_batched_tokens=log.max_num_batched_tokens or base.max_num_batched_tokens,
         max_num_seqs=log.max_num_seqs or base.max_num_seqs,
         block_size=log.block_size or base.block_size,
@@ -86,32 +74,21 @@ def config_from_log(
         gpu_total_bytes=log.total_gpu_memory_bytes or base.gpu_total_bytes,
         compile_cache=log.compile_cache or base.compile_cache,
         model_runner=log.model_runner or base.model_runner,
-        # The release refines the era's rules only where the era was read from the log.
-        release=release_of(log.vllm_version) if log.vllm_version and not era else base.release,
         cpu_offload_bytes=(
             log.cpu_offload_bytes if log.cpu_offload_bytes is not None else base.cpu_offload_bytes
         ),
         kv_cache_dtype=kv,
         quantization=quant,
         version=version,
-        mla_latent_cache=(
-            mla_latent_cache_of(log.vllm_version) if log.vllm_version else base.mla_latent_cache
-        ),
-        mla_weights=mla_weights_of(log.vllm_version, version),
         enable_lora=log.enable_lora if log.enable_lora is not None else base.enable_lora,
         max_loras=log.max_loras or base.max_loras,
         max_lora_rank=log.max_lora_rank or base.max_lora_rank,
-        # What the printed release does with bitsandbytes scales and LoRA slots.
-        bnb_absmax=bnb_absmax_of(log.vllm_version) if log.vllm_version else base.bnb_absmax,
-        lora_in_weights=(
-            lora_in_weights_of(log.vllm_version) if log.vllm_version else base.lora_in_weights
-        ),
-        lora_extra_vocab_size=(
-            lora_extra_vocab_of(log.vllm_version)
-            if log.vllm_version
-            else base.lora_extra_vocab_size
-        ),
     )
+    if not log.vllm_version:
+        return msgspec.structs.replace(config, mla_weights=mla_weights_of(None, version))
+    config = for_release(config, log.vllm_version)
+    # The release refines the era's rules only where the era was read from the log.
+    return msgspec.structs.replace(config, release=base.release) if era else config
 
 
 ACTIVATION_TOLERANCE = 0.25
@@ -193,9 +170,8 @@ def compare(
     users: int,
     quantization: Quantization | None = None,
     era: EngineEra | None = None,
-    utilisation: float | None = None,
 ) -> VerifyAnswer:
-    config = config_from_log(log, base, quantization, era, utilisation)
+    config = config_from_log(log, base, quantization, era)
     p = predict_vllm(model, gpu, config)
     g = p.per_gpu
     diffs: list[Difference] = []
@@ -352,7 +328,10 @@ def compare(
         model=model.slug,
         gpu=gpu.slug,
         parsed=log,
-        config_used=config,
+        # As the prediction resolved it: a utilisation neither given nor echoed is the release's.
+        config_used=msgspec.structs.replace(
+            config, gpu_memory_utilization=p.defaults.gpu_memory_utilization
+        ),
         prediction=p,
         differences=diffs,
         plan_short=short,

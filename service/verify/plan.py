@@ -18,15 +18,9 @@ from service.sizing.engine import (
     ModelRunner,
     Quantization,
     UsageContext,
-    bnb_absmax_of,
-    default_utilisation,
     era_of_version,
-    lora_extra_vocab_of,
-    lora_in_weights_of,
-    mla_latent_cache_of,
-    mla_weights_of,
+    for_release,
     predict_vllm,
-    release_of,
 )
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
@@ -127,7 +121,7 @@ def engine_config(
     weights: NumberFormat,
     kv: NumberFormat,
 ) -> EngineConfig:
-    """The engine's flags for one split; ``utilisation`` None: the release's own default."""
+    """The engine's flags for one split (``utilisation`` None: the release's own default)."""
     quant = options.quantization
     if quant is None:
         if weights.slug not in QUANTIZATION_OF_FORMAT:
@@ -143,10 +137,7 @@ def engine_config(
         if options.vllm_version
         else LATEST_ERA
     )
-    release = release_of(options.vllm_version) if options.vllm_version else None
-    if utilisation is None:
-        utilisation = default_utilisation(era, release)
-    return EngineConfig(
+    config = EngineConfig(
         tensor_parallel_size=tensor_parallel,
         pipeline_parallel_size=options.pipeline_parallel_size,
         max_model_len=options.max_model_len or context_tokens,
@@ -161,22 +152,15 @@ def engine_config(
         dtype=options.dtype,
         compile_cache=options.compile_cache,
         version=era,
-        mla_latent_cache=(
-            mla_latent_cache_of(options.vllm_version) if options.vllm_version else True
-        ),
-        mla_weights=mla_weights_of(options.vllm_version, era),
         cpu_offload_bytes=options.cpu_offload_bytes,
         int4_group_size=options.int4_group_size,
-        bnb_absmax=bnb_absmax_of(options.vllm_version),
         model_runner=options.model_runner,
-        release=release,
         enable_lora=options.enable_lora,
         max_loras=options.max_loras,
         max_lora_rank=options.max_lora_rank,
         lora_embeddings=options.lora_embeddings,
-        lora_extra_vocab_size=lora_extra_vocab_of(options.vllm_version),
-        lora_in_weights=lora_in_weights_of(options.vllm_version),
     )
+    return for_release(config, options.vllm_version)
 
 
 def vllm_plan(

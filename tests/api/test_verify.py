@@ -283,8 +283,9 @@ async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
 
 async def test_plan_method_vllm_takes_the_runner(client: Client) -> None:
     # Gemma 3 27B under 0.24.0 keeps the original runner, which takes its CUDA-graph estimate
-    # out of the KV budget; forcing Model Runner V2 drops that term. A runner vLLM does not
-    # have is the field's fault.
+    # (the method's 1.33 GiB, 1,428,076,216 B: the median of the logged estimates) out of the KV
+    # budget; forcing Model Runner V2 drops that term. A runner vLLM does not have is the
+    # field's fault.
     body = {
         "model": "gemma-3-27b",
         "gpu": "h200",
@@ -294,7 +295,7 @@ async def test_plan_method_vllm_takes_the_runner(client: Client) -> None:
     }
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
-    assert r.json()["prediction"]["per_gpu"]["cuda_graph_bytes"] > 0
+    assert r.json()["prediction"]["per_gpu"]["cuda_graph_bytes"] == 1_428_076_216
     body["vllm"] = {"vllm_version": "0.24.0", "model_runner": "v2"}
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
@@ -303,3 +304,24 @@ async def test_plan_method_vllm_takes_the_runner(client: Client) -> None:
     r = await client.post("/plan", json=body)
     assert r.status_code == 400  # schema validation, as for any unknown enum value
     assert r.json()["errors"][0]["field"] == "vllm.model_runner"
+
+
+async def test_verify_takes_the_printed_releases_utilisation_when_none_is_echoed(
+    client: Client,
+) -> None:
+    # Only the banner and the tokens line: no utilisation in the log or the request, so the
+    # budget uses the printed release's default (CacheConfig: 0.9 in 0.19.0, 0.92 from 0.20.0).
+    for version, utilisation in (("0.19.0", 0.9), ("0.24.0", 0.92)):
+        log = "\n".join(
+            [
+                f"INFO [core.py:114] Initializing a V1 LLM engine (v{version}) with config: "
+                "model='Qwen/Qwen3-8B'",
+                "INFO [kv_cache_utils.py:2146] GPU KV cache size: 100,000 tokens",
+            ]
+        )
+        body = {"log": log, "model": "qwen3-8b", "gpu": "h200"}
+        r = await client.post("/verify", json=body)
+        assert r.status_code == 200, r.text
+        answer = r.json()
+        assert answer["config_used"]["gpu_memory_utilization"] == utilisation
+        assert answer["prediction"]["defaults"]["gpu_memory_utilization"] == utilisation
