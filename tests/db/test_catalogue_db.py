@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import func, inspect, select
+from sqlalchemy import Connection, func, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.catalogue.errors import NotFound
@@ -102,6 +102,26 @@ def test_migrations_down_to_base_and_up_again(database_url: str) -> None:
     assert head_revision() is not None
 
 
+def _insert_users_model(conn: Connection, slug: str) -> None:
+    """A small model row named 'mine' that a database's users added, in the columns every
+    revision from 0002 on has (the later ones take their server defaults)."""
+    from sqlalchemy import text
+
+    conn.execute(
+        text(
+            "INSERT INTO models (slug, name, aliases, notes, sources, total_params, "
+            "active_params, active_params_incl_embedding, layers, hidden_size, "
+            "intermediate_size, attention_heads, kv_heads, head_dim, vocab_size, "
+            "max_context_tokens, experts, experts_per_token, kv_lora_rank, "
+            "qk_rope_head_dim, sliding_window_tokens, layer_types, created_at, "
+            "updated_at) VALUES (:slug, 'mine', '[]', '', '[]', 1000000, 1000000, 0, 4, "
+            "64, 256, 4, 4, 0, 0, 4096, 0, 0, 0, 0, 0, '[]', CURRENT_TIMESTAMP, "
+            "CURRENT_TIMESTAMP)"
+        ),
+        {"slug": slug},
+    )
+
+
 def test_0007_keeps_a_model_its_users_already_hold_under_the_new_slug(database_url: str) -> None:
     # A database where someone imported Qwen3-Next before 0007 shipped it: the upgrade keeps
     # their row instead of failing on the unique slug; the shipped one arrives where the slug
@@ -114,19 +134,7 @@ def test_0007_keeps_a_model_its_users_already_hold_under_the_new_slug(database_u
     try:
         downgrade(database_url, "0006")
         with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO models (slug, name, aliases, notes, sources, total_params, "
-                    "active_params, active_params_incl_embedding, layers, hidden_size, "
-                    "intermediate_size, attention_heads, kv_heads, head_dim, vocab_size, "
-                    "max_context_tokens, experts, experts_per_token, kv_lora_rank, "
-                    "qk_rope_head_dim, sliding_window_tokens, layer_types, created_at, "
-                    "updated_at) VALUES (:slug, 'mine', '[]', '', '[]', 1000000, 1000000, 0, 4, "
-                    "64, 256, 4, 4, 0, 0, 4096, 0, 0, 0, 0, 0, '[]', CURRENT_TIMESTAMP, "
-                    "CURRENT_TIMESTAMP)"
-                ),
-                {"slug": slug},
-            )
+            _insert_users_model(conn, slug)
         migrate(database_url)
         with engine.begin() as conn:
             names = conn.execute(text("SELECT name FROM models WHERE slug = :s"), {"s": slug})
@@ -163,18 +171,7 @@ def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: 
         downgrade(database_url, "0007")
         assert "architecture" not in columns()
         with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO models (slug, name, aliases, notes, sources, total_params, "
-                    "active_params, active_params_incl_embedding, layers, hidden_size, "
-                    "intermediate_size, attention_heads, kv_heads, head_dim, vocab_size, "
-                    "max_context_tokens, experts, experts_per_token, kv_lora_rank, "
-                    "qk_rope_head_dim, sliding_window_tokens, layer_types, created_at, "
-                    "updated_at) VALUES ('mine-0008', 'mine', '[]', '', '[]', 1000000, 1000000, "
-                    "0, 4, 64, 256, 4, 4, 0, 0, 4096, 0, 0, 0, 0, 0, '[]', CURRENT_TIMESTAMP, "
-                    "CURRENT_TIMESTAMP)"
-                )
-            )
+            _insert_users_model(conn, "mine-0008")
         migrate(database_url)
         column = columns()["architecture"]
         assert column["nullable"] is False
