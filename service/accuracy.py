@@ -14,7 +14,7 @@ import msgspec
 
 from service.catalogue.hf_config import import_config
 from service.sizing.engine import (
-    V2_ERAS,
+    GRAPH_ESTIMATE_ERAS,
     BnbAbsmax,
     EngineConfig,
     EngineEra,
@@ -284,7 +284,7 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
 
     def tokens_of(gib: float) -> int:
         blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
-        if p.version in ("v1-cudagraph", *V2_ERAS):  # concurrency x max_model_len
+        if p.version in GRAPH_ESTIMATE_ERAS:  # concurrency x max_model_len
             return int(blocks / p.blocks_per_request * p.max_model_len)
         return blocks // groups * bs
 

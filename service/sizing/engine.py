@@ -795,9 +795,12 @@ def torch_visible_bytes(gpu: GpuSpec) -> int:
 
 
 LATER_ERAS: tuple[EngineEra, ...] = ("v1-0.19", "v1-cudagraph", "v2-runner", "v2-all")
-V2_ERAS: tuple[EngineEra, ...] = ("v2-runner", "v2-all")
-"""0.23 on: Model Runner V2, the tokens line as concurrency x max_model_len."""
 """0.17 on: the free-memory check at start-up, the bundled triton_kernels' padded layout."""
+V2_ERAS: tuple[EngineEra, ...] = ("v2-runner", "v2-all")
+"""0.23 on: Model Runner V2."""
+GRAPH_ESTIMATE_ERAS: tuple[EngineEra, ...] = ("v1-cudagraph", *V2_ERAS)
+"""0.21 on: the original runner takes its CUDA-graph estimate out of the KV budget, and the
+tokens line prints concurrency x max_model_len."""
 
 
 V2_RUNNER_CLASSES: dict[int, frozenset[str]] = {
@@ -835,7 +838,7 @@ def default_utilisation(version: EngineEra, release: tuple[int, int, int] | None
     one decides (v1-0.19 ends at 0.20)."""
     if release is not None:
         return 0.92 if release >= (0, 20, 0) else 0.9
-    return 0.92 if version in ("v1-0.19", "v1-cudagraph", *V2_ERAS) else 0.9
+    return 0.92 if version in LATER_ERAS else 0.9
 
 
 def runs_on_model_runner_v2(model: ModelSpec, config: EngineConfig) -> bool:
@@ -998,7 +1001,7 @@ def subtracts_graph_estimate(model: ModelSpec, gpu: GpuSpec, config: EngineConfi
     """The original runner of 0.21 on takes its CUDA-graph estimate out of the KV budget; V2,
     eager mode and ROCm builds (until vLLM PR #48526) do not."""
     return (
-        config.version in ("v1-cudagraph", *V2_ERAS)
+        config.version in GRAPH_ESTIMATE_ERAS
         and config.device == "cuda"
         and not runs_on_model_runner_v2(model, config)
         and not config.enforce_eager
@@ -1578,7 +1581,7 @@ def predict_vllm(
     concurrency = blocks / best.per_request if best.per_request else 0.0
     if config.version == "v0":
         tokens = blocks * bs
-    elif config.version in ("v1-cudagraph", *V2_ERAS):
+    elif config.version in GRAPH_ESTIMATE_ERAS:
         # Newer _report_kv_cache_config (vLLM PRs #38364 / #40694, after 0.19): concurrency x
         # max_model_len; the 0.23 Gemma 3 log on MI300X prints 1,217,591, not a block multiple.
         tokens = int(concurrency * mml)
@@ -1625,7 +1628,7 @@ def predict_vllm(
             f"Hybrid KV cache: {n_groups} layer groups; the tokens line counts "
             + (
                 "max_model_len x concurrency."
-                if config.version in ("v1-cudagraph", *V2_ERAS)
+                if config.version in GRAPH_ESTIMATE_ERAS
                 else "blocks per group x block_size."
             )
         )

@@ -62,10 +62,10 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     max_loras: int | None = None
     max_lora_rank: int | None = None
     compile_cache: Literal["cold", "warm"] | None = None
-    model_runner: Literal["v2"] | None = None
-    """"Using V2 Model Runner" (0.23 on); its absence proves nothing (a trimmed log)."""
     """warm: "Directly load the compiled graph(s) ... from the cache"; cold: "Compiling a
     graph for ..." (torch.compile ran during this start)."""
+    model_runner: Literal["v2"] | None = None
+    """"Using V2 Model Runner" (0.23 on); its absence proves nothing (a trimmed log)."""
     total_gpu_memory_bytes: int | None = None
     weights_bytes: int | None = None
     activation_bytes: int | None = None
@@ -164,8 +164,8 @@ _CONFIG: dict[str, re.Pattern[str]] = {
     "max_lora_rank": re.compile(r"max_lora_rank['\"]?\s*[=:]\s*(\d+)"),
 }
 _PUNICA = re.compile(r"Using PunicaWrapper")
-_V2_RUNNER = re.compile(r"Using V2 Model Runner")
 """The LoRA manager picks its kernels' wrapper (punica_selector.py) only with LoRA on."""
+_V2_RUNNER = re.compile(r"Using V2 Model Runner")
 _W4A16_EXPERTS = re.compile(r"CompressedTensorsWNA16(?:Marlin)?MoEMethod")
 """compressed-tensors W4A16 experts: the checkpoint's quantization= echo says only
 compressed-tensors, which the engine would otherwise take for FP8."""
