@@ -158,11 +158,10 @@ def model_of(case: dict[str, Any]) -> ModelSpec:
     """The case's model: a shipped catalogue row, or the case's own config.json (a model the
     catalogue does not ship), imported exactly as POST /models/import would."""
     c = case["config"]
-    if c.get("hf_config"):
-        path = Path(case.get("_dir", CASES_DIR)) / c["hf_config"]
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = _hf_config(case)
+    if raw:
         config = {k: v for k, v in raw.items() if not k.startswith("_")}  # _source: provenance
-        return import_config(config, path.stem).spec
+        return import_config(config, Path(c["hf_config"]).stem).spec
     from service.cli import local_catalogue  # the shipped catalogue, no database
 
     return local_catalogue().model(c["model_slug"])
@@ -191,7 +190,8 @@ def _bnb_skips(case: dict[str, Any], layers: int) -> tuple[tuple[int, ...], tupl
     return bnb_skipped_layers(list(quant.get("llm_int8_skip_modules") or []), layers)
 
 
-def config_of(case: dict[str, Any]) -> EngineConfig:
+def config_of(case: dict[str, Any], model: ModelSpec) -> EngineConfig:
+    """The case's engine flags (``model``: the case's model, ``model_of``)."""
     c = case["config"]
     version = era_of_version(case["vllm_version"])  # an unmodelled release is the first reason
     if c.get("engine_version"):  # the log shows the engine (0.8-0.10 could still run V0)
@@ -213,7 +213,7 @@ def config_of(case: dict[str, Any]) -> EngineConfig:
     skip_attention: tuple[int, ...] = ()
     skip_mlp: tuple[int, ...] = ()
     if quantization == "bnb-nf4":
-        skip_attention, skip_mlp = _bnb_skips(case, model_of(case).layers)
+        skip_attention, skip_mlp = _bnb_skips(case, model.layers)
     config = EngineConfig(
         tensor_parallel_size=c["tensor_parallel_size"],
         pipeline_parallel_size=c.get("pipeline_parallel_size") or 1,
@@ -256,7 +256,8 @@ def predict_case(case: dict[str, Any]) -> EnginePrediction:
     gpu = local_catalogue().gpu(
         case["gpu"] or "rtx-4090"
     )  # a logged total replaces an unlisted GPU's
-    return predict_vllm(model_of(case), gpu, config_of(case))
+    model = model_of(case)
+    return predict_vllm(model, gpu, config_of(case, model))
 
 
 def _logged_tokens(case: dict[str, Any], p: EnginePrediction) -> int | None:

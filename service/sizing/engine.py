@@ -1412,20 +1412,16 @@ def predict_vllm(
     if config.quantization == "bnb-nf4":
         require(config.bnb_absmax in ("nested", "fp32"), "bnb_absmax", "must be nested or fp32")
         loaded = bnb_loaded_bytes(model, config)
+        scales = (
+            "double-quantised block scales kept"
+            if config.bnb_absmax == "nested"
+            else "block scales dequantised to fp32 at load"
+        )
+        skipped = config.bnb_skip_attention_layers or config.bnb_skip_mlp_layers
+        also = " and the checkpoint's skipped layers" if skipped else ""
         notes.append(
-            "bitsandbytes 4-bit: packed weights and their quant states ("
-            + (
-                "double-quantised block scales kept"
-                if config.bnb_absmax == "nested"
-                else "block scales dequantised to fp32 at load"
-            )
-            + "); embeddings, LM head, norms"
-            + (
-                " and the checkpoint's skipped layers"
-                if config.bnb_skip_attention_layers or config.bnb_skip_mlp_layers
-                else ""
-            )
-            + " in 16-bit."
+            f"bitsandbytes 4-bit: packed weights and their quant states ({scales}); "
+            f"embeddings, LM head, norms{also} in 16-bit."
         )
     else:
         loaded = loaded_weight_bytes(
