@@ -614,12 +614,13 @@ GPT_OSS_20B = msgspec.structs.replace(
 )
 
 
-def test_sliding_window_reserve_counts_every_batch_in_flight_from_0_23() -> None:
+def test_sliding_window_reserve_counts_every_batch_in_flight_in_the_v2_runner_era() -> None:
     # gpt-oss-120b on an H100 (8,192 batched tokens), 131,072-token requests: a full layer needs
-    # 131,072 / 16 = 8,192 blocks. vLLM PR #47728: the 128-token window keeps window - 1 + the
-    # tokens of every batch in flight, two under async scheduling: ceil((127 + 2 x 8,192) / 16)
-    # + 1 = 1,032 + 1 = 1,033 blocks, 9,225 a request; before it one batch: ceil(8,319 / 16) + 1
-    # = 521, 8,713 a request.
+    # 131,072 / 16 = 8,192 blocks. vLLM PR #47728 (first in the 0.26.0 wheel; the era without a
+    # named release takes its last, 0.28; 0.23-0.25 in test_engine_runner.py): the 128-token
+    # window keeps window - 1 + the tokens of every batch in flight, two under async
+    # scheduling: ceil((127 + 2 x 8,192) / 16) + 1 = 1,032 + 1 = 1,033 blocks, 9,225 a request;
+    # before it one batch: ceil(8,319 / 16) + 1 = 521, 8,713 a request.
     config = EngineConfig(max_model_len=131_072, quantization="mxfp4")
     older = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v1-0.19"))
     newer = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
