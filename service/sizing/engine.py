@@ -48,12 +48,12 @@ sampler's fp32 logits dominate the activation peak); v1-0.19: 0.17-0.20 (a small
 all-reduce buffers counted as non-torch memory; CUDA-graph memory estimated but not subtracted);
 v1-cudagraph: 0.21 and 0.22, which subtract the estimated CUDA-graph memory from the KV budget
 ("default since v0.21.0" in its log) and print the tokens line as concurrency x max_model_len;
-v2-runner: 0.23-0.28, where dense full-attention text models run on Model Runner V2
-(``model_runner.py``, "Using V2 Model Runner"), whose budget has no graph term, while other
-models (MoE, MLA, sliding-window) keep the original runner and its 0.21 accounting (the 0.27.1
-logs: Qwen3-32B and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
+v2-runner: 0.23-0.28, where the models each release picks (``runs_on_model_runner_v2``) run on
+Model Runner V2 (``model_runner.py``, "Using V2 Model Runner"), whose budget has no graph term,
+while the others keep the original runner and its 0.21 accounting (the 0.27.1 logs: Qwen3-32B
+and Qwen3-8B on V2, Qwen3-235B-A22B on ``gpu_model_runner.py``);
 v2-all: 0.29 and later, every model on Model Runner V2 (vLLM PR #53183, "Use MRV2 for all models
-by default", which dropped the dense-only gate; the 0.29 gpt-oss-20b log on XPU runs on it)."""
+by default", which dropped the per-model gate; the 0.29 gpt-oss-20b log on XPU runs on it)."""
 
 Quantization = Literal["none", "fp8", "mxfp4", "awq", "gptq", "w4a16-experts", "bnb-nf4"]
 BnbAbsmax = Literal["nested", "fp32"]
