@@ -12,6 +12,7 @@ import pytest
 from service.sizing.engine import (
     EngineConfig,
     default_utilisation,
+    for_release,
     predict_vllm,
     release_of,
     runs_on_model_runner_v2,
@@ -131,3 +132,24 @@ def test_the_utilisation_default_follows_the_release() -> None:
     assert default_utilisation("v1-0.19", release_of("0.20.0")) == 0.92
     assert default_utilisation("v2-all", None) == 0.92
     assert default_utilisation("v1-0.11", None) == 0.9
+
+
+def test_a_release_sets_every_rule_it_decides_at_once() -> None:
+    # 0.7.2 (V0): the MLA latent is cached (from 0.7.1) with the absorbed weights kept in fp32
+    # (0.7.1-0.7.2), bitsandbytes scales stay nested (before 0.9.2), LoRA adds 256 vocabulary
+    # rows (before 0.12) and its slots are outside the weights line (before 0.8).
+    old = for_release(EngineConfig(version="v0"), "0.7.2")
+    assert (old.release, old.mla_latent_cache, old.mla_weights) == (
+        (0, 7, 2),
+        True,
+        "absorbed-fp32",
+    )
+    assert (old.bnb_absmax, old.lora_extra_vocab_size, old.lora_in_weights) == (
+        "nested",
+        256,
+        False,
+    )
+    # No release: each rule's current answer.
+    now = for_release(EngineConfig(version="v2-all"), None)
+    assert (now.release, now.mla_latent_cache, now.mla_weights) == (None, True, "current")
+    assert (now.bnb_absmax, now.lora_extra_vocab_size, now.lora_in_weights) == ("fp32", 0, True)
