@@ -75,15 +75,19 @@ def validate_workload(workload: Workload) -> Workload:
         "must be in (0, 1]",
     )
     require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
+    validate_splits(workload.splits)
+    return workload
+
+
+def validate_splits(splits: Sequence[int]) -> None:
+    """The GPU counts a plan may try, for either budget method: 1 to MAX_SPLITS of them, each
+    1 to MAX_GPU_COUNT (a zero would divide the heads by nothing)."""
+    require(1 <= len(splits) <= MAX_SPLITS, "splits", f"must name 1 to {MAX_SPLITS} GPU counts")
     require(
-        1 <= len(workload.splits) <= MAX_SPLITS, "splits", f"must name 1 to {MAX_SPLITS} GPU counts"
-    )
-    require(
-        all(1 <= n <= MAX_GPU_COUNT for n in workload.splits),
+        all(1 <= n <= MAX_GPU_COUNT for n in splits),
         "splits",
         f"GPU counts must be between 1 and {MAX_GPU_COUNT}",
     )
-    return workload
 
 
 class PerGpu(msgspec.Struct, frozen=True, kw_only=True):

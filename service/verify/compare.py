@@ -19,6 +19,7 @@ from service.sizing.engine import (
     quantization_of,
     runs_on_model_runner_v2,
 )
+from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.startup_log import StartupLog
@@ -48,11 +49,43 @@ class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     summary: str
 
 
+ECHOED_RANGES: dict[str, tuple[float, float]] = {
+    "tensor_parallel_size": (1, 1024),
+    "pipeline_parallel_size": (1, 64),
+    "max_model_len": (1, 100_000_000),
+    "concurrency_tokens": (1, 100_000_000),
+    "gpu_memory_utilization": (0.01, 1),
+    "max_num_batched_tokens": (1, 10_000_000),
+    "max_num_seqs": (1, 65_536),
+    "block_size": (1, 256),
+    "cpu_offload_bytes": (0, 2**50),
+    "total_gpu_memory_bytes": (1, 2**50),
+    "max_loras": (1, 1024),
+    "max_lora_rank": (1, 512),
+}
+"""What a flag the log echoes may be for the prediction to use it: the request's own bounds
+(``VerifyRequest``). A value outside them (an edited or corrupted log: utilisation 0.0, a
+pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently replaced by
+the request's value or a default."""
+
+
+def check_echoed_flags(log: StartupLog) -> None:
+    """Every flag ``config_from_log`` takes from the log lies in ``ECHOED_RANGES``."""
+    for name, (low, high) in ECHOED_RANGES.items():
+        value = getattr(log, name)
+        require(
+            value is None or low <= value <= high,
+            "log",
+            f"the log echoes {name} = {value}, outside {low:g} to {high:g}",
+        )
+
+
 def config_from_log(
     log: StartupLog, base: EngineConfig, quantization: Quantization | None, era: EngineEra | None
 ) -> EngineConfig:
     """The configuration the log echoes, over ``base`` (the request's own flags; a utilisation
     neither gives is the release's default)."""
+    check_echoed_flags(log)
     quant = quantization or (
         quantization_of(log.quantization, "log") if log.quantization else base.quantization
     )

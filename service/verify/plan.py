@@ -22,11 +22,12 @@ from service.sizing.engine import (
     for_release,
     predict_vllm,
 )
-from service.sizing.errors import SizingError, require
+from service.sizing.errors import SizingError
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
+from service.sizing.plan import validate_splits
 
 QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "bf16": "none",
@@ -176,7 +177,7 @@ def vllm_plan(
 ) -> VllmPlanAnswer:
     """Try each tensor-parallel size in ``splits`` (times the pipeline stages): the fewest GPUs
     where the engine starts and holds ``users`` requests of the context at once wins."""
-    require(bool(splits), "splits", "must name at least one GPU count")
+    validate_splits(splits)
     considered: list[VllmSplit] = []
     best: tuple[int, EnginePrediction] | None = None
     last: tuple[int, EnginePrediction] | None = None

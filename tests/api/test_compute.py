@@ -211,6 +211,11 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
         ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
         ("/plan", {**SIX_STEP, "splits": []}, 422, "splits"),
+        # The vllm method checks the GPU counts as the seed method does (a 0 divided the heads
+        # by nothing: a 500 before).
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 422, "splits"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 422, "splits"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 422, "splits"),
         (
             "/plan",
             {

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -325,3 +326,35 @@ async def test_verify_takes_the_printed_releases_utilisation_when_none_is_echoed
         answer = r.json()
         assert answer["config_used"]["gpu_memory_utilization"] == utilisation
         assert answer["prediction"]["defaults"]["gpu_memory_utilization"] == utilisation
+
+
+@pytest.mark.parametrize(
+    ("edit", "flag"),
+    [
+        (
+            ("'gpu_memory_utilization': 0.5", "'gpu_memory_utilization': 0.0"),
+            "gpu_memory_utilization",
+        ),
+        (
+            ("'gpu_memory_utilization': 0.5", "'gpu_memory_utilization': 7"),
+            "gpu_memory_utilization",
+        ),
+        (("pipeline_parallel_size=1", "pipeline_parallel_size=0"), "pipeline_parallel_size"),
+        (("max_num_batched_tokens=2048", "max_num_batched_tokens=0"), "max_num_batched_tokens"),
+    ],
+)
+async def test_a_log_echoing_an_impossible_flag_is_a_422_on_the_log(
+    client: Client, edit: tuple[str, str], flag: str
+) -> None:
+    # An edited or corrupted log (no vLLM release runs at utilisation 0 or with 0 pipeline
+    # stages): the value is the log's, so the problem names the log and the flag, instead of
+    # the prediction silently falling back to the request's value or the release's default.
+    log = _log("dennislee-a100-80gb-x2-same-node-qwen2-7b-tp2-util0.5")
+    assert edit[0] in log
+    body = {"log": log.replace(*edit), "model": "qwen2.5-7b", "gpu": "a100-80gb"}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    error = r.json()["errors"][0]
+    assert error["field"] == "log"
+    assert flag in error["message"]
