@@ -633,7 +633,8 @@ def import_config(
     require(isinstance(config, Mapping), FIELD, "must be a JSON object")
     top = _Config(config)
     model_type = config.get("model_type")
-    if model_type not in FAMILIES:
+    # A list or an object is no model_type (and unhashable: the lookup would raise TypeError).
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise SizingError(
             f"{FIELD}.model_type",
             f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}",

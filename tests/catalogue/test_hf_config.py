@@ -158,6 +158,9 @@ def test_qwen3_32b_bf16_checkpoint_equals_its_index_total_size() -> None:
     [
         ({"model_type": "falcon"}, "config_json.model_type"),
         ({"model_type": None}, "config_json.model_type"),
+        # Unhashable: looking it up among the families raised TypeError, a 500 on /plan.
+        ({"model_type": ["llama"]}, "config_json.model_type"),
+        ({"model_type": {"name": "llama"}}, "config_json.model_type"),
         ({"num_hidden_layers": None}, "config_json.num_hidden_layers"),
         ({"num_hidden_layers": "80"}, "config_json.num_hidden_layers"),
         ({"hidden_size": 0}, "config_json.hidden_size"),
