@@ -137,6 +137,9 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     page_ok: int
     page_cases: int
     """Cases whose logged KV memory and tokens check the page arithmetic alone."""
+    tokens_by_counting: dict[str, tuple[int, int]]
+    """KV tokens within 5% (within, cases) under each way of counting the bar that has been put
+    to whoever files issues (``COUNTINGS``): the bar itself counts every case."""
     meets_bar: bool
     """The issue's bar: KV tokens within 5% in >= 90% of the cases that log or imply tokens,
     weights within 1% in every case that logs them, every logged failure predicted as one. A
@@ -398,6 +401,23 @@ def evaluate_case(case: dict[str, Any]) -> CaseResult:
     )
 
 
+COUNTINGS: dict[str, str] = {
+    "every case": "the bar as the issue states it: fitted and unsupported cases included",
+    "held-out": "only the cases no fitted constant was set on",
+    "modelled": "without the runs the method does not model (unsupported)",
+    "held-out modelled": "held-out, without the unsupported runs",
+}
+
+
+def _counted(results: list[CaseResult], counting: str) -> list[CaseResult]:
+    """The KV-token cases ``counting`` keeps (see ``COUNTINGS``)."""
+    if counting in ("held-out", "held-out modelled"):
+        results = [r for r in results if r.role == "held-out"]
+    if counting in ("modelled", "held-out modelled"):
+        results = [r for r in results if r.unsupported is None]
+    return results
+
+
 def report(directory: Path = CASES_DIR) -> Report:
     results = [evaluate_case(c) for c in load_cases(directory)]
     measured = [r for r in results if r.inconsistent is None]
@@ -409,6 +429,11 @@ def report(directory: Path = CASES_DIR) -> Report:
     failures_ok = sum(1 for r in fails if r.failure_ok)
     false_failures = sum(1 for r in measured if not r.logged_failed and r.predicted_failed)
     pages = [r for r in results if r.page_ok is not None]
+    by_counting = {}
+    for counting in COUNTINGS:
+        kept = _counted(tok, counting)
+        within = sum(1 for r in kept if abs(r.tokens_error or 0) <= TOKENS_TOLERANCE)
+        by_counting[counting] = (within, len(kept))
     meets = (
         bool(tok)
         and tokens_within >= BAR * len(tok)
@@ -424,6 +449,7 @@ def report(directory: Path = CASES_DIR) -> Report:
         failures_ok=failures_ok,
         failure_cases=len(fails),
         false_failures=false_failures,
+        tokens_by_counting=by_counting,
         page_ok=sum(1 for r in pages if r.page_ok),
         page_cases=len(pages),
         meets_bar=meets,
@@ -460,6 +486,11 @@ def render(rep: Report) -> str:
         f"{'yes' if rep.meets_bar else 'no'}; page arithmetic on the logged KV memory: "
         f"{rep.page_ok}/{rep.page_cases}"
     )
+    shares = "; ".join(
+        f"{name} {within}/{cases} ({within / cases * 100:.1f}%)" if cases else f"{name} -"
+        for name, (within, cases) in rep.tokens_by_counting.items()
+    )
+    rows.append(f"KV tokens within 5%, by counting: {shares}")
     return "\n".join(rows)
 
 
