@@ -404,6 +404,23 @@ def bnb_absmax_of(version: str | None) -> BnbAbsmax:
     return "nested" if release is not None and release < (0, 9, 2) else "fp32"
 
 
+UNSLOTH_NESTED_ABSMAX_FROM = (2025, 8, 4)
+"""The first Unsloth release known to run with the patch that keeps the nested scales: its
+published wheel requires unsloth_zoo >= 2025.8.3, and every unsloth_zoo from 2025.7.5 on replaces
+vLLM's ``BitsAndBytesModelLoader._dequantize_dq`` (and the module-level ``dequantize_dq``) by a
+function that returns the quant states unchanged (``unsloth_zoo/vllm_utils.py``: "vLLM
+dequantizes the Double quant scalars on the fly / We disable this"); 2025.7.4 and earlier lack it.
+Which unsloth_zoo the Unsloth releases between those pulled in is not established, so they keep
+the vLLM release's own layout."""
+
+
+def unsloth_keeps_nested_absmax(unsloth_version: str | None) -> bool:
+    """Whether an engine Unsloth's fast_inference built keeps bitsandbytes' double-quantised
+    block scales (``bnb_absmax`` nested) whatever the vLLM release (UNSLOTH_NESTED_ABSMAX_FROM)."""
+    release = release_of(unsloth_version) if unsloth_version else None
+    return release is not None and release >= UNSLOTH_NESTED_ABSMAX_FROM
+
+
 def lora_in_weights_of(version: str | None) -> bool:
     """Whether a release's weights line counts the LoRA slots: vLLM PR #14469 (March 2025, in
     0.8.0) moved ``create_lora_manager`` inside ``DeviceMemoryProfiler`` in ``load_model``. Up to

@@ -66,6 +66,9 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     graph for ..." (torch.compile ran during this start)."""
     model_runner: Literal["v2"] | None = None
     """"Using V2 Model Runner" (0.23 on); its absence proves nothing (a trimmed log)."""
+    unsloth_version: str | None = None
+    """The Unsloth release whose fast_inference built the engine ("Unsloth 2025.8.4: Fast Qwen2
+    patching"); it patches some of vLLM's loading (``engine.unsloth_keeps_nested_absmax``)."""
     total_gpu_memory_bytes: int | None = None
     weights_bytes: int | None = None
     activation_bytes: int | None = None
@@ -117,6 +120,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     "version": re.compile(
         r"(?:vLLM API server version|LLM engine \(v|[█▀▄]\s+version)\s*v?(\d[\w.+-]*?)(?:[)\s,]|$)"
     ),
+    "unsloth": re.compile(r"Unsloth (\d{4}\.\d+\.\d+): Fast \w+ patching"),
     "no_memory": re.compile(r"No available memory for the cache blocks"),
     "too_small": re.compile(
         r"max seq len \(" + _NUM + r"\), \(" + _NUM + r" GiB KV cache is needed, which is larger "
@@ -142,6 +146,7 @@ _READS: dict[str, tuple[str, Callable[[str], object]]] = {
     "util_v0": ("gpu_memory_utilization", _f),
     "graphs": ("cuda_graph_bytes", _gib),
     "version": ("vllm_version", str),
+    "unsloth": ("unsloth_version", str),
 }
 """The patterns whose one number (or word) sets one field; the first line that says it wins."""
 

@@ -18,6 +18,7 @@ from service.sizing.engine import (
     predict_vllm,
     quantization_of,
     runs_on_model_runner_v2,
+    unsloth_keeps_nested_absmax,
 )
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
@@ -118,10 +119,14 @@ def config_from_log(
         max_lora_rank=log.max_lora_rank or base.max_lora_rank,
     )
     if not log.vllm_version:
-        return msgspec.structs.replace(config, mla_weights=mla_weights_of(None, version))
-    config = for_release(config, log.vllm_version)
-    # The release refines the era's rules only where the era was read from the log.
-    return msgspec.structs.replace(config, release=base.release) if era else config
+        config = msgspec.structs.replace(config, mla_weights=mla_weights_of(None, version))
+    else:
+        config = for_release(config, log.vllm_version)
+        # The release refines the era's rules only where the era was read from the log.
+        config = msgspec.structs.replace(config, release=base.release) if era else config
+    if unsloth_keeps_nested_absmax(log.unsloth_version):
+        config = msgspec.structs.replace(config, bnb_absmax="nested")
+    return config
 
 
 ACTIVATION_TOLERANCE = 0.25

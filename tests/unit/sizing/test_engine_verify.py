@@ -5,7 +5,7 @@ import msgspec
 
 from service.sizing.engine import EngineConfig
 from service.sizing.hardware import GpuSpec
-from service.sizing.startup_log import StartupLog
+from service.sizing.startup_log import StartupLog, parse_startup_log
 from service.verify.compare import compare, config_from_log
 from tests.unit.sizing.specs import LLAMA_8B
 from tests.unit.sizing.test_engine import GIB, H100
@@ -107,3 +107,25 @@ def test_a_v2_activation_far_below_a_first_start_points_at_a_warm_compile_cache(
     assert "warm" in _cause(StartupLog(activation_bytes=GIB // 5), v2, "activation_gib")
     warm = msgspec.structs.replace(v2, compile_cache="warm")
     assert "compiled" in _cause(StartupLog(activation_bytes=3 * GIB), warm, "activation_gib")
+
+
+def test_an_unsloth_engine_from_2025_8_4_keeps_the_nested_scales() -> None:
+    # vLLM 0.10.0 alone dequantises bitsandbytes' nested absmax to fp32 (from 0.9.2); Unsloth
+    # 2025.8.4 requires unsloth_zoo >= 2025.8.3, which overrides that dequantisation, so the
+    # engine it built keeps the nested scales. The banner is the case log's own first line.
+    text = (
+        "==((====))==  Unsloth 2025.8.4: Fast Qwen2 patching. Transformers: 4.55.0. "
+        "vLLM: 0.10.0.\n"
+        "INFO 08-12 22:32:01 [llm_engine.py:228] Initializing a V0 LLM engine (v0.10.0) with "
+        "config: model='unsloth/qwen2.5-0.5b-instruct-unsloth-bnb-4bit', quantization=bitsandbytes"
+    )
+    log = parse_startup_log(text)
+    assert (log.unsloth_version, log.vllm_version) == ("2025.8.4", "0.10.0")
+    assert config_from_log(log, BASE, None, None).bnb_absmax == "nested"
+    # Without the banner the release's own layout stands; an Unsloth release before 2025.8.4
+    # (whose unsloth_zoo may predate the override, added in 2025.7.5) keeps it too.
+    assert config_from_log(parse_startup_log(text.split("\n")[1]), BASE, None, None).bnb_absmax == (
+        "fp32"
+    )
+    older = parse_startup_log(text.replace("2025.8.4", "2025.7.3"))
+    assert config_from_log(older, BASE, None, None).bnb_absmax == "fp32"
