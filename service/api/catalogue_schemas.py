@@ -8,11 +8,18 @@ import msgspec
 from msgspec import Meta
 
 from service.catalogue.hf_config import ImportDetails
+from service.sizing.models import (
+    MAX_CONV_KERNEL,
+    MAX_EXPERTS,
+    MAX_LAYERS,
+    MAX_SAFE_INT,
+    MAX_TOKENS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+)
 
 # PostgreSQL text cannot hold NUL; refuse it at the edge instead of failing in the database.
 _NO_NUL = r"^[^\x00]*$"
-MAX_SAFE_INT = 2**53  # JSON numbers stay exact up to here
-INT32 = 2**31 - 1
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 Slug = Annotated[
@@ -36,11 +43,11 @@ Bytes = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
 PositiveCount = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
 Count = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
 # Architecture sizes: far above any real model, low enough that a per-layer loop stays cheap.
-Layers = Annotated[int, Meta(gt=0, le=4096)]
-Width = Annotated[int, Meta(gt=0, le=2**20)]
-OptionalWidth = Annotated[int, Meta(ge=0, le=2**20)]
-Tokens = Annotated[int, Meta(gt=0, le=2**30)]
-OptionalTokens = Annotated[int, Meta(ge=0, le=2**30)]
+Layers = Annotated[int, Meta(gt=0, le=MAX_LAYERS)]
+Width = Annotated[int, Meta(gt=0, le=MAX_WIDTH)]
+OptionalWidth = Annotated[int, Meta(ge=0, le=MAX_WIDTH)]
+Tokens = Annotated[int, Meta(gt=0, le=MAX_TOKENS)]
+OptionalTokens = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
 Bits = Annotated[int, Meta(ge=0, le=64)]
 BlockSize = Annotated[int, Meta(ge=0, le=2**20)]
 Currency = Annotated[str, Meta(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.g. USD")]
@@ -115,10 +122,10 @@ class ModelBody(msgspec.Struct, kw_only=True):
     attention_heads: Width
     kv_heads: Width
     head_dim: OptionalWidth = 0
-    vocab_size: Annotated[int, Meta(ge=0, le=INT32)] = 0
+    vocab_size: Annotated[int, Meta(ge=0, le=MAX_VOCAB)] = 0
     max_context_tokens: Tokens
-    experts: Annotated[int, Meta(ge=0, le=65536)] = 0
-    experts_per_token: Annotated[int, Meta(ge=0, le=65536)] = 0
+    experts: Annotated[int, Meta(ge=0, le=MAX_EXPERTS)] = 0
+    experts_per_token: Annotated[int, Meta(ge=0, le=MAX_EXPERTS)] = 0
     kv_lora_rank: OptionalWidth = 0
     qk_rope_head_dim: OptionalWidth = 0
     sliding_window_tokens: OptionalTokens = 0
@@ -133,12 +140,12 @@ class ModelBody(msgspec.Struct, kw_only=True):
     linear_value_heads: OptionalWidth = 0
     linear_key_head_dim: OptionalWidth = 0
     linear_value_head_dim: OptionalWidth = 0
-    linear_conv_kernel: Annotated[int, Meta(ge=0, le=64)] = 0
+    linear_conv_kernel: Annotated[int, Meta(ge=0, le=MAX_CONV_KERNEL)] = 0
     rotary_dim: OptionalWidth = 0
     """Dimensions of a head that rotary embedding turns (Qwen3-Next: 64 of 256); 0: all."""
     q_lora_rank: OptionalWidth = 0
     """MLA: the compressed query's width (DeepSeek-V3: 1536); 0: a plain query projection."""
-    dense_layers: Annotated[int, Meta(ge=0, le=4096)] = 0
+    dense_layers: Annotated[int, Meta(ge=0, le=MAX_LAYERS)] = 0
     """MoE models: leading layers with a dense FFN (DeepSeek-V3: 3), of width
     dense_intermediate_size (18432)."""
     dense_intermediate_size: OptionalWidth = 0

@@ -19,7 +19,7 @@ import msgspec
 from service.sizing.engine import bnb_skipped_layers
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import FORMATS, NumberFormat
-from service.sizing.models import LayerType, ModelSpec, validate_model
+from service.sizing.models import MAX_LAYERS, LayerType, ModelSpec, validate_model
 from service.sizing.params import (
     Architecture,
     Attention,
@@ -36,7 +36,6 @@ from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_byte
 FIELD = "config_json"
 MAX_DIMENSION = 2**31 - 1
 """Bounds that keep an untrusted config's arithmetic small (no model comes near them)."""
-MAX_LAYERS = 4096
 ALL_LINEAR_BUT_ROUTER: frozenset[LinearKind] = frozenset(
     {"attention", "dense_ffn", "routed_expert", "shared_expert"}
 )

@@ -19,6 +19,51 @@ linear attention with a recurrent state of fixed size per sequence and no per-to
 value head)."""
 
 
+MAX_SAFE_INT = 2**53
+"""JSON numbers stay exact up to here: the most a parameter or byte count may be."""
+MAX_LAYERS = 4096
+MAX_WIDTH = 2**20
+"""Any width or head count (hidden, FFN, heads, head size, MLA ranks, linear-attention sizes)."""
+MAX_TOKENS = 2**30
+MAX_VOCAB = 2**31 - 1
+MAX_EXPERTS = 65_536
+MAX_CONV_KERNEL = 64
+MODEL_LIMITS: dict[str, int] = {
+    **dict.fromkeys(
+        ("total_params", "active_params", "replicated_params", "checkpoint_bytes"), MAX_SAFE_INT
+    ),
+    **dict.fromkeys(("layers", "dense_layers"), MAX_LAYERS),
+    **dict.fromkeys(
+        (
+            "hidden_size",
+            "intermediate_size",
+            "attention_heads",
+            "kv_heads",
+            "head_dim",
+            "kv_lora_rank",
+            "qk_rope_head_dim",
+            "q_lora_rank",
+            "dense_intermediate_size",
+            "linear_key_heads",
+            "linear_value_heads",
+            "linear_key_head_dim",
+            "linear_value_head_dim",
+            "rotary_dim",
+        ),
+        MAX_WIDTH,
+    ),
+    **dict.fromkeys(("max_context_tokens", "sliding_window_tokens"), MAX_TOKENS),
+    "vocab_size": MAX_VOCAB,
+    **dict.fromkeys(("experts", "experts_per_token"), MAX_EXPERTS),
+    "linear_conv_kernel": MAX_CONV_KERNEL,
+}
+"""The largest value each ModelSpec field may take: the catalogue's bounds (its API schema reads
+them from here), checked by ``validate_model`` for every architecture the core is given, inline
+specs and imported configs included. Far above any real model, they keep one request's work
+bounded (the per-layer rules walk every layer: 10^8 layers took four minutes) and its numbers
+exact."""
+
+
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     slug: str
     name: str = ""
@@ -120,6 +165,8 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
     for name in ("total_params", "layers", "hidden_size", "attention_heads", "kv_heads"):
         require(getattr(spec, name) > 0, f(name), "must be a positive integer")
     require(spec.max_context_tokens > 0, f("max_context_tokens"), "must be a positive integer")
+    for name, most in MODEL_LIMITS.items():
+        require(getattr(spec, name) <= most, f(name), f"must be at most {most:,}")
     for name in (
         "active_params",
         "replicated_params",

@@ -232,6 +232,26 @@ async def test_offload_over_a_named_link(client: Client) -> None:
             422,
             "model_spec.kv_heads",
         ),
+        # An inline architecture is bounded as a catalogue row is: 10^8 layers kept the vllm
+        # method busy for four minutes before the bound.
+        (
+            "/plan",
+            {
+                "method": "vllm",
+                "gpu": "h100",
+                "model_spec": {
+                    "slug": "x",
+                    "total_params": 10**9,
+                    "layers": 10**8,
+                    "hidden_size": 64,
+                    "attention_heads": 8,
+                    "kv_heads": 8,
+                    "max_context_tokens": 8,
+                },
+            },
+            422,
+            "model_spec.layers",
+        ),
         ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
         ("/matrix", {"formats": ["bf16"], "splits": []}, 422, "splits"),
         (

@@ -43,6 +43,14 @@ def test_shipped_shapes_validate() -> None:
         ({"kv_lora_rank": 512, "layer_types": ("full",) * 80}, "model_spec.layer_types"),
         ({"rope_cache_rows": (0,)}, "model_spec.rope_cache_rows"),
         ({"rope_cache_rows": (4096,) * 9}, "model_spec.rope_cache_rows"),
+        # Beyond the catalogue's bounds (an inline spec of 10^8 layers kept a worker busy for
+        # four minutes): 4,096 layers, widths of 2^20, 2^30 tokens, 2^53 parameters.
+        ({"layers": 4097}, "model_spec.layers"),
+        ({"hidden_size": 2**20 + 1}, "model_spec.hidden_size"),
+        ({"intermediate_size": 2**20 + 1}, "model_spec.intermediate_size"),
+        ({"max_context_tokens": 2**30 + 1}, "model_spec.max_context_tokens"),
+        ({"vocab_size": 2**31}, "model_spec.vocab_size"),
+        ({"total_params": 2**53 + 1}, "model_spec.total_params"),
     ],
 )
 def test_bad_architecture_raises_one_error_naming_the_field(
@@ -51,6 +59,13 @@ def test_bad_architecture_raises_one_error_naming_the_field(
     with pytest.raises(SizingError) as info:
         validate_model(msgspec.structs.replace(LLAMA_70B, **change))
     assert info.value.field == field
+
+
+def test_the_largest_allowed_architecture_validates() -> None:
+    # Each bound is inclusive: Llama 3.1 70B stretched to 4,096 layers and 2^30 tokens of
+    # context is still a valid (if imaginary) architecture.
+    big = msgspec.structs.replace(LLAMA_70B, layers=4096, max_context_tokens=2**30)
+    assert validate_model(big) is big
 
 
 def test_linear_layers_need_their_sizes_and_sizes_need_linear_layers() -> None:
