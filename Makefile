@@ -33,3 +33,4 @@ openapi: install
 bench: install
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py
+	$(BIN)/python bench/startup_log.py

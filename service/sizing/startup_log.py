@@ -15,7 +15,7 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.errors import SizingError
+from service.sizing.errors import SizingError, require
 from service.sizing.units import GiB, MiB
 
 EXPECTED_LINES = (
@@ -85,11 +85,37 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     matched_lines: int = 0
 
 
-_NUM = r"(-?[\d,]*\.?\d+)"
+_NUM = r"(-?(?:\d(?:[\d,]*\d)?(?:\.\d+)?|\.\d+))"
+r"""A printed number ("1,192,160", "0.95", ".5"). One way to match each digit run: with two
+adjacent runs that can both take digits (the former ``[\d,]*\.?\d+``) a long line of digits
+that then fails to match backtracks quadratically (a line as long as the 1 MiB body limit
+allows took about an hour)."""
 
 
-def _f(s: str) -> float:
+SHORTEST_LINE_CHARS = 4
+"""The shortest line any pattern below reads ("-q x"): shorter ones (blank lines above all)
+are skipped before the sixty searches each line otherwise costs (a 1 MiB paste of empty lines
+took over three seconds)."""
+MAX_NUMBER_CHARS = 24
+"""The longest number the parser reads (digits, separators and the point): a real log's largest
+is a byte count of 12 digits. Longer is a corrupted or hostile paste: as a float it would be
+infinite, as an int past Python's 4,300-digit limit, either an error."""
+
+
+def _f(s: str, field: str = "log") -> float:
+    """A number the log prints, as a float; a 422 on ``field`` for one too long to be real."""
+    require(
+        len(s) <= MAX_NUMBER_CHARS,
+        field,
+        f"a number of {len(s):,} characters ({s[:12]}...) is not one vLLM prints",
+    )
     return float(s.replace(",", ""))
+
+
+def _int(s: str, field: str = "log") -> int:
+    """A count the log prints ("1,192,160"), exactly; a 422 on ``field`` as ``_f``."""
+    digits = s.replace(",", "")
+    return int(digits) if digits.isdecimal() and len(s) <= MAX_NUMBER_CHARS else int(_f(s, field))
 
 
 def _gib(s: str) -> int:
@@ -101,7 +127,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"(?:Model loading took|Loading model weights took) " + _NUM + r" ?Gi?B", re.I
     ),
     "weights_v0": re.compile(r"model weights take\s+" + _NUM + r" ?GiB", re.I),
-    "non_torch": re.compile(r"non_torch_memory(?: takes)?\s*=?\s*" + _NUM + r" ?GiB", re.I),
+    "non_torch": re.compile(r"non_torch_memory(?: takes)?\s*(?:=\s*)?" + _NUM + r" ?GiB", re.I),
     "activation": re.compile(r"PyTorch activation peak memory(?: takes)?\s+" + _NUM + r" ?GiB"),
     "kv_rest": re.compile(r"the rest of the memory reserved for KV Cache is " + _NUM + r" ?GiB"),
     "kv_v0_line": re.compile(r"available_kv_cache_memory\s+" + _NUM + r" ?GiB"),
@@ -112,8 +138,8 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     "concurrency": re.compile(
         r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x"
     ),
-    "total": re.compile(r"total_gpu_memory\s*(?:=|\()?\s*" + _NUM + r" ?GiB"),
-    "util_v0": re.compile(r"gpu_memory_utilization\s*(?:=|\()?\s*" + _NUM),
+    "total": re.compile(r"total_gpu_memory\s*(?:[=(]\s*)?" + _NUM + r" ?GiB"),
+    "util_v0": re.compile(r"gpu_memory_utilization\s*(?:[=(]\s*)?" + _NUM),
     "graphs": re.compile(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r" GiB"),
     # "vLLM API server version 0.9.2", "LLM engine (v0.19.0) with config", and the 0.19+
     # banner "... █ ▀▄▀ █  version 0.19.1".
@@ -140,8 +166,8 @@ _READS: dict[str, tuple[str, Callable[[str], object]]] = {
     "kv_v0_line": ("kv_cache_bytes", _gib),
     "kv_size_v0": ("kv_cache_bytes", _gib),
     "kv_available": ("kv_cache_bytes", _gib),
-    "kv_tokens": ("kv_cache_tokens", lambda s: int(_f(s))),
-    "blocks": ("gpu_blocks", lambda s: int(_f(s))),
+    "kv_tokens": ("kv_cache_tokens", _int),
+    "blocks": ("gpu_blocks", _int),
     "total": ("total_gpu_memory_bytes", _gib),
     "util_v0": ("gpu_memory_utilization", _f),
     "graphs": ("cuda_graph_bytes", _gib),
@@ -209,18 +235,18 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
 
     def mib(value: str) -> int | None:
         m = re.search(r"([\d.]+)\s*MiB", value)
-        return round(float(m.group(1)) * MiB) if m else None
+        return round(_f(m.group(1), "nvidia_smi") * MiB) if m else None
 
     for row in lines[1:]:
         cells = [c.strip() for c in row.split(",")]
-        if len(cells) != len(header) or not cells[0].isdigit():
+        if len(cells) != len(header) or not cells[0].isdecimal():
             raise SizingError("nvidia_smi", f"cannot read the row {row!r}")
         by = dict(zip(header, cells, strict=True))
         used = next((v for k, v in by.items() if k.startswith("memory.used")), "")
         total = next((v for k, v in by.items() if k.startswith("memory.total")), "")
         gpus.append(
             NvidiaSmiGpu(
-                index=int(cells[0]),
+                index=_int(cells[0], "nvidia_smi"),
                 name=by.get("name", ""),
                 memory_used_bytes=mib(used),
                 memory_total_bytes=mib(total),
@@ -236,6 +262,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     matched = 0
     w4a16_experts = False
     for line in text.splitlines():
+        if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
+            continue
         hit = False
         for name, pattern in _PATTERNS.items():
             m = pattern.search(line)
@@ -247,14 +275,14 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                 field, read = _READS[name]
                 found.setdefault(field, read(g[0]))
             elif name == "concurrency":
-                found.setdefault("concurrency_tokens", int(_f(g[0])))
+                found.setdefault("concurrency_tokens", _int(g[0]))
                 found.setdefault("max_concurrency", _f(g[1]))
             elif name == "no_memory":
                 found["failed"] = True
                 found.setdefault("failure", "No available memory for the cache blocks")
             elif name == "too_small":
                 found["failed"] = True
-                found.setdefault("max_model_len", int(_f(g[0])))
+                found.setdefault("max_model_len", _int(g[0]))
                 found.setdefault("kv_cache_bytes", _gib(g[2]))
                 found.setdefault(
                     "failure",
@@ -275,11 +303,11 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                 elif name == "enable_lora":
                     found[name] = value != "False"  # the bare --enable-lora flag reads ""
                 elif name == "gpu_memory_utilization":
-                    found[name] = float(value)
+                    found[name] = _f(value)
                 elif name == "cpu_offload_bytes":
                     found[name] = _gib(value)
                 else:
-                    found[name] = int(value)
+                    found[name] = _int(value)
         w4a16_experts = w4a16_experts or bool(_W4A16_EXPERTS.search(line))
         if _PUNICA.search(line):
             found["enable_lora"] = True

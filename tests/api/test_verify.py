@@ -358,3 +358,12 @@ async def test_a_log_echoing_an_impossible_flag_is_a_422_on_the_log(
     error = r.json()["errors"][0]
     assert error["field"] == "log"
     assert flag in error["message"]
+
+
+async def test_a_number_no_vllm_prints_is_a_422_on_the_log(client: Client) -> None:
+    # 400 digits of GPU blocks: an infinite float, whose int() was a 500 before.
+    body = {"log": "# GPU blocks: " + "9" * 400, "model": "llama-3.1-8b", "gpu": "h100"}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["errors"][0]["field"] == "log"

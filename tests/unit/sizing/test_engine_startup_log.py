@@ -187,3 +187,50 @@ def test_bitsandbytes_and_lora_from_the_log() -> None:
     )
     assert (args.enable_lora, args.max_lora_rank, args.max_loras) == (True, 32, None)
     assert parse_startup_log("Model loading took 1 GiB").enable_lora is None
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "value"),
+    [
+        ("GPU KV cache size: 1,192,160 tokens", "kv_cache_tokens", 1_192_160),
+        ("Maximum concurrency for 16,384 tokens per request: 72.76x", "max_concurrency", 72.76),
+        ("Available KV cache memory: .5 GiB", "kv_cache_bytes", GIB // 2),
+        ("Available KV cache memory: 0.95 GiB", "kv_cache_bytes", round(0.95 * GIB)),
+        # A separator straight after the number belongs to the sentence, not the number.
+        ("# GPU blocks: 6487, # CPU blocks: 4096", "gpu_blocks", 6487),
+    ],
+)
+def test_printed_numbers_read_with_their_separators(line: str, field: str, value: object) -> None:
+    assert getattr(parse_startup_log(line), field) == value
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # 400 digits: an infinite float (int() of it raised OverflowError: a 500 on /verify).
+        "# GPU blocks: " + "9" * 400,
+        # 5,000 digits: past Python's 4,300-digit int limit (ValueError).
+        "tensor_parallel_size=" + "9" * 5000,
+        "Available KV cache memory: " + "1" * 400 + " GiB",
+    ],
+)
+def test_a_number_too_long_to_be_printed_by_vllm_is_a_problem_on_the_log(line: str) -> None:
+    with pytest.raises(SizingError) as info:
+        parse_startup_log(line)
+    assert info.value.field == "log"
+    assert "is not one vLLM prints" in info.value.message
+
+
+def test_an_overlong_nvidia_smi_number_is_a_problem_on_its_csv() -> None:
+    csv = (
+        "index, name, memory.used [MiB], memory.total [MiB]\n0, H100, " + "9" * 400 + " MiB, 1 MiB"
+    )
+    with pytest.raises(SizingError) as info:
+        parse_nvidia_smi(csv)
+    assert info.value.field == "nvidia_smi"
+
+
+def test_blank_and_very_short_lines_are_skipped_but_a_short_flag_is_read() -> None:
+    # Lines under four characters carry nothing the parser reads; "-q x" (four) still counts.
+    log = parse_startup_log("\n\n ab\n-q fp8\n\nGPU KV cache size: 1,000 tokens\n")
+    assert (log.quantization, log.kv_cache_tokens, log.matched_lines) == ("fp8", 1000, 1)
