@@ -410,6 +410,13 @@ def _rope_cache_rows(c: _Config, model_type: str) -> tuple[int, ...]:
         factor = scaling.get("factor")
         original = scaling.get("original_max_position_embeddings")
         if isinstance(factor, int | float) and factor > 0:
+            # A factor too large to be real (1e308: an infinite row count) is refused here, as
+            # validate_model refuses any count over 2**30 (int() of infinity raised a 500).
+            require(
+                factor <= MAX_DIMENSION,
+                c.field("rope_scaling.factor"),
+                "is larger than any supported model",
+            )
             if kind == "linear":
                 rows = int(max_position * factor)
             elif kind == "yarn" and isinstance(original, int) and original > 0:

@@ -161,6 +161,11 @@ def test_qwen3_32b_bf16_checkpoint_equals_its_index_total_size() -> None:
         # Unhashable: looking it up among the families raised TypeError, a 500 on /plan.
         ({"model_type": ["llama"]}, "config_json.model_type"),
         ({"model_type": {"name": "llama"}}, "config_json.model_type"),
+        # An infinite rotary cache (int() of max_position x 1e308 raised OverflowError: a 500).
+        (
+            {"rope_scaling": {"rope_type": "linear", "factor": 1e308}},
+            "config_json.rope_scaling.factor",
+        ),
         ({"num_hidden_layers": None}, "config_json.num_hidden_layers"),
         ({"num_hidden_layers": "80"}, "config_json.num_hidden_layers"),
         ({"hidden_size": 0}, "config_json.hidden_size"),
