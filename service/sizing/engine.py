@@ -131,7 +131,12 @@ V2_ACTIVATION_BYTES_PER_HIDDEN = 343_409
 torch.compile logs, Llama 3.1 8B on vLLM 0.31 (1.44 GiB) and Qwen3-8B on 0.27.1 (1.18 GiB),
 both 4,096 wide: 1.31 GiB / 4,096. Its sampler pass is small (0.19 GiB for Qwen3-8B once the
 compile cache is warm, the same RunPod run restarted): a warm cache leaves about 1 GiB more
-for the KV cache than predicted."""
+for the KV cache than predicted. From 0.29 (read in the 0.29-0.31 wheels,
+``Worker.determine_available_memory``) the budget also loses Model Runner V2's CUDA-graph estimate
+(``gpu/cudagraph_utils.profile_cudagraph_memory``: the capture sizes captured into a throwaway
+pool, unless enforce_eager), which the log folds into "peak activation" (its "CUDAGraph memory"
+is the real capture, made after the KV cache): the 0.31 log's 1.44 GiB holds both, so on v2-all
+this figure stands for the compile spike and the estimate together."""
 V2_FORWARD_VALUES_PER_TOKEN = (3, 2)
 """Model Runner V2 with a warm compile cache: the profile peak is the forward pass over
 max_num_batched_tokens, whose widest moment is the MLP: the gate/up output (2 x intermediate),
@@ -768,11 +773,36 @@ class EnginePrediction(msgspec.Struct, frozen=True, kw_only=True):
     notes: list[str]
 
 
+LARGEST_DEFAULTS_BYTES = 160 * GiB
+"""vLLM 0.28.0 added a top tier to ``EngineArgs.get_batch_defaults`` ("for GPUs like B200/B300
+with >= 160GB memory, use the largest defaults"): ``device_memory >= 160 * GiB_bytes`` gives
+max_num_batched_tokens 16,384 and max_num_seqs 1,024 to both the API server and the LLM class
+(read in the 0.28.0 wheel's ``vllm/engine/arg_utils.py``; 0.27.0's top tier was >= 70 GiB and
+not an A100, and 0.29-0.31 keep 0.28's). The device memory is torch's total."""
+
+
+def release_0_28_or_later(config: EngineConfig) -> bool:
+    """Whether the engine is vLLM 0.28 or later: v2-all (0.29 on), and v2-runner (0.23-0.28) at
+    0.28 or with no release named (the era's last). 0.28 added the >= 160 GiB batch tier
+    (``LARGEST_DEFAULTS_BYTES``) and removed bitsandbytes (``BNB_REMOVED``)."""
+    if config.version == "v2-all":
+        return True
+    return config.version == "v2-runner" and (config.release is None or config.release >= (0, 28))
+
+
+BNB_REMOVED = (
+    "vLLM 0.28 removed its bitsandbytes loader and quantization method (the 0.28.0 wheel holds "
+    "neither bitsandbytes_loader.py nor layers/quantization/bitsandbytes.py): name a release "
+    "before 0.28 (vllm_version) to size a bitsandbytes checkpoint, or plan another format"
+)
+
+
 def engine_defaults(
     model: ModelSpec, gpu_total_bytes: int, gpu_slug: str, config: EngineConfig
 ) -> EngineDefaults:
     """vLLM's defaults (V1 ``EngineArgs._set_default_args``; V0 scheduler config): GPUs with at
-    least 70 GiB that are not A100s get the larger batched-token budget and 1024 sequences;
+    least 70 GiB that are not A100s get the larger batched-token budget and 1024 sequences, and
+    from 0.28 GPUs with at least 160 GiB the largest (``LARGEST_DEFAULTS_BYTES``);
     the utilisation is the release's (``default_utilisation``) unless given."""
     utilisation = config.gpu_memory_utilization
     if utilisation is None:
@@ -789,7 +819,10 @@ def engine_defaults(
             "max_num_seqs 256",
         )
     big = gpu_total_bytes >= 70 * GiB and not gpu_slug.startswith("a100")
-    if big:
+    if gpu_total_bytes >= LARGEST_DEFAULTS_BYTES and release_0_28_or_later(config):
+        tokens, seqs = 16384, 1024
+        why = "a GPU with >= 160 GiB (vLLM 0.28 on)"
+    elif big:
         tokens, seqs = (8192, 1024) if config.usage == "api_server" else (16384, 1024)
         why = "a GPU with >= 70 GiB that is not an A100"
     else:
@@ -1427,6 +1460,7 @@ def predict_vllm(
     if backend == "auto":
         backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, config.version)
     if config.quantization == "bnb-nf4":
+        require(not release_0_28_or_later(config), "quantization", BNB_REMOVED)
         require(config.bnb_absmax in ("nested", "fp32"), "bnb_absmax", "must be nested or fp32")
         loaded = bnb_loaded_bytes(model, config)
         scales = (

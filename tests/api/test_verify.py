@@ -261,13 +261,20 @@ async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     r = await client.post("/plan", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_553_151_832
-    # NF4 (bitsandbytes, no release given: fp32 block scales as 0.9.2 on holds them). A layer:
+    # NF4 with no release named is the current releases', which no longer load bitsandbytes
+    # (vLLM 0.28 removed it): a 422 naming the quantization.
+    r = await client.post("/plan", json={**body, "weight_format": "nf4"})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "quantization"
+    assert "0.28 removed" in r.json()["errors"][0]["message"]
+    # NF4 on vLLM 0.27.1 (fp32 block scales, as 0.9.2 on holds them). A layer:
     # q and o (12,845,056 values) 6,422,528 packed + 200,704 x 4 = 802,816 + a 512 B code =
     # 7,225,856 each; k and v (1,835,008) 917,504 + 114,688 + 512 = 1,032,704 each; gate, up,
     # down (67,895,296) 33,947,648 + 4,243,456 + 512 = 38,191,616 each: 131,091,968; 28 layers
     # 3,670,575,104. The rest 16-bit: 7,615,616,512 - 28 x 233,046,016 = 1,090,328,064
     # parameters, 2,180,656,128 B; with the rope cache: 5,859,619,840 B.
-    r = await client.post("/plan", json={**body, "weight_format": "nf4"})
+    release = {"vllm_version": "0.27.1"}
+    r = await client.post("/plan", json={**body, "weight_format": "nf4", "vllm": release})
     assert r.status_code == 200, r.text
     assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_859_619_840
     # LoRA slots at rank 16 add 28 x (3 x 16 x 3,584 + 16 x 4,608 + 16 x 3,584 + 3,584 x 16 +
@@ -275,7 +282,7 @@ async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     # 80,740,352 B, and the LoRA manager's index buffers for 8,192 tokens and 1,024 sequences
     # (an H100's defaults): 3 x 65,536 + 131,072 + 3 x 8,192 + (2 x 32,768 + 1,536) + (2 x
     # 4,096 + 1,536) = 429,056 B.
-    options = {"vllm": {"enable_lora": True, "max_lora_rank": 16}}
+    options = {"vllm": {**release, "enable_lora": True, "max_lora_rank": 16}}
     r = await client.post("/plan", json={**body, "weight_format": "nf4", **options})
     assert r.status_code == 200, r.text
     weights = r.json()["prediction"]["per_gpu"]["weights_bytes"]

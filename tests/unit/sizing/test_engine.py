@@ -195,6 +195,27 @@ def test_defaults_depend_on_the_gpu() -> None:
     assert "A100" in p.defaults.rule
 
 
+def test_from_0_28_a_gpu_of_160_gib_gets_the_largest_defaults() -> None:
+    # vLLM 0.28.0's get_batch_defaults: >= 160 GiB (torch's total; an MI300X shows 191.98)
+    # gives 16,384 batched tokens and 1,024 sequences to vllm serve and the LLM class alike;
+    # 0.27 and earlier stop at the >= 70 GiB tier (8,192 for vllm serve, 16,384 for the class).
+    mi300x = GpuSpec(slug="mi300x", memory_bytes=192 * 10**9, hbm_bytes_per_s=5 * 10**12)
+    base = EngineConfig(gpu_total_bytes=round(191.98 * GIB), max_model_len=8192)
+
+    def defaults(**flags: object) -> tuple[int, int]:
+        d = predict_vllm(LLAMA_8B, mi300x, msgspec.structs.replace(base, **flags)).defaults
+        return (d.max_num_batched_tokens, d.max_num_seqs)
+
+    assert defaults(version="v2-all") == (16384, 1024)
+    assert defaults(version="v2-runner", release=(0, 28, 0)) == (16384, 1024)
+    assert defaults(version="v2-runner", release=(0, 27, 1)) == (8192, 1024)
+    assert defaults(version="v2-runner", release=(0, 27, 1), usage="llm_class") == (16384, 1024)
+    assert defaults(version="v1-0.19") == (8192, 1024)
+    # An H200 (139.8 GiB) stays in the >= 70 GiB tier on every release.
+    h200 = msgspec.structs.replace(base, gpu_total_bytes=round(139.81 * GIB), version="v2-all")
+    assert predict_vllm(LLAMA_8B, mi300x, h200).defaults.max_num_batched_tokens == 8192
+
+
 def test_weights_that_do_not_leave_room_fail() -> None:
     # 70B in 16-bit on one 80 GiB GPU: 141 GB of weights > 72 GiB usable: no KV at all.
     p = predict_vllm(LLAMA_70B, H100, EngineConfig(max_model_len=8192))

@@ -229,6 +229,22 @@ def test_bnb_and_lora_refuse_what_they_do_not_model() -> None:
     assert err.value.field == "max_lora_rank"
 
 
+def test_releases_from_0_28_have_no_bitsandbytes_to_size() -> None:
+    # vLLM 0.28.0 ships no bitsandbytes loader or quantization method: v2-all (0.29 on), 0.28
+    # and the v2-runner era with no release named (its last, 0.28) are refused by name; 0.27.1
+    # still loads it (fp32 block scales, as from 0.9.2).
+    for flags in (
+        {"version": "v2-all"},
+        {"version": "v2-runner", "release": (0, 28, 0)},
+        {"version": "v2-runner"},
+    ):
+        with pytest.raises(SizingError) as err:
+            predict_vllm(LLAMA_8B, T4, msgspec.structs.replace(NF4, **flags))
+        assert err.value.field == "quantization" and "0.28 removed" in err.value.message
+    older = msgspec.structs.replace(NF4, version="v2-runner", release=(0, 27, 1), bnb_absmax="fp32")
+    assert predict_vllm(LLAMA_8B, T4, older).per_gpu.weights_bytes > 0
+
+
 def test_a_negative_layer_share_offloads_nothing() -> None:
     # A tied model's layers give back the embedding's second copy, so a light (quantised)
     # layer's share can be negative: it moves nothing to the CPU, and the budget goes on.
