@@ -793,7 +793,8 @@ def release_0_28_or_later(config: EngineConfig) -> bool:
 BNB_REMOVED = (
     "vLLM 0.28 removed its bitsandbytes loader and quantization method (the 0.28.0 wheel holds "
     "neither bitsandbytes_loader.py nor layers/quantization/bitsandbytes.py): name a release "
-    "before 0.28 (vllm_version) to size a bitsandbytes checkpoint, or plan another format"
+    "before 0.28 to size a bitsandbytes checkpoint (/plan: vllm.vllm_version; /verify: a log that "
+    "prints its version, or engine_version), or plan another format"
 )
 
 

@@ -374,3 +374,18 @@ async def test_a_number_no_vllm_prints_is_a_422_on_the_log(client: Client) -> No
     assert r.status_code == 422, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["errors"][0]["field"] == "log"
+
+
+async def test_a_bitsandbytes_log_without_its_release_asks_for_one(client: Client) -> None:
+    # A trimmed log: bitsandbytes weights but no version line. The current releases have no
+    # bitsandbytes (vLLM 0.28 removed it), so the problem names the quantization and says how
+    # to give the release; with engine_version v1-0.19 (0.17-0.20) the same log is checked.
+    log = "quantization=bitsandbytes, enforce_eager=False\nGPU KV cache size: 100,000 tokens"
+    body = {"log": log, "model": "llama-3.1-8b", "gpu": "h100"}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 422, r.text
+    error = r.json()["errors"][0]
+    assert error["field"] == "quantization" and "engine_version" in error["message"]
+    r = await client.post("/verify", json={**body, "engine_version": "v1-0.19"})
+    assert r.status_code == 200, r.text
+    assert r.json()["config_used"]["quantization"] == "bnb-nf4"
