@@ -120,7 +120,7 @@ def retry_after_s(response: httpx.Response, now: float | None = None) -> float |
     value = response.headers.get("retry-after", "").strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # float("²") raises though "²".isdigit()
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

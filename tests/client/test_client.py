@@ -27,6 +27,7 @@ from service.client import (
     RateLimited,
     Unavailable,
     Unreachable,
+    retry_after_s,
 )
 from service.plans.evaluate import PlanAnswer
 from service.settings import Settings
@@ -140,6 +141,13 @@ def test_retries_are_bounded() -> None:
         planner.gpus()
     assert waits == [0.5, 1.0]  # two retries, then the third 503 is raised
     assert failed.value.problem is not None and failed.value.problem.detail == "db"
+
+
+def test_a_retry_after_that_is_no_number_is_ignored() -> None:
+    # "²" (a latin-1 header byte) passes str.isdigit() but float() raises: the client read it
+    # as delta-seconds and crashed; it is neither seconds nor an HTTP date, so it is absent.
+    assert retry_after_s(httpx.Response(429, headers=[(b"Retry-After", b"\xb2")])) is None
+    assert retry_after_s(httpx.Response(429, headers={"Retry-After": "7"})) == 7.0
 
 
 def test_a_retry_after_beyond_the_bound_is_not_waited_for() -> None:

@@ -70,6 +70,7 @@ def test_the_author_never_reviews_and_only_the_author_edits() -> None:
         ("3", set()),
         ('"three"', set()),
         ('"' + "9" * 19 + '"', set()),  # no version gets that far; no huge ints either
+        ('"\u00b2"', set()),  # "²" passes isdigit() but int() raises (a ValueError before)
     ],
 )
 def test_if_match_parsing(header: str | None, versions: set[int] | None) -> None:
