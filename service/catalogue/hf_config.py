@@ -208,10 +208,11 @@ def _phi3(c: _Config) -> Parsed:
     """Phi-3 / Phi-4: Llama's shapes with fused qkv and gate/up projections (the same parameter
     count). LongRoPE variants build two rotary caches in vLLM, not modelled: refused."""
     require(c.raw.get("rope_scaling") is None, c.field("rope_scaling"), "LongRoPE is not supported")
+    factor = c.raw.get("partial_rotary_factor", 1.0)
     require(
-        float(c.raw.get("partial_rotary_factor", 1.0)) == 1.0,
+        isinstance(factor, int | float) and not isinstance(factor, bool) and factor == 1.0,
         c.field("partial_rotary_factor"),
-        "a partial rotary embedding is not supported",
+        f"a partial rotary embedding ({factor!r}) is not supported; only 1.0 is",
     )
     return _llama(c)
 

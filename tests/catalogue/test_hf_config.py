@@ -350,6 +350,15 @@ def test_phi_4_counts_as_llama_shapes_with_fused_projections() -> None:
     with pytest.raises(SizingError) as err:
         import_config({**phi4, "rope_scaling": {"type": "longrope"}}, "phi-3.5")
     assert err.value.field.endswith("rope_scaling")
+    # A partial rotary factor other than 1.0, or not a number at all ("x" and null made float()
+    # raise: a 500 before), is refused by name; 1 (an int) is the whole head.
+    for factor in (0.5, "x", None, [1.0]):
+        with pytest.raises(SizingError) as err:
+            import_config({**phi4, "partial_rotary_factor": factor}, "phi-x")
+        assert err.value.field == "config_json.partial_rotary_factor"
+    assert import_config({**phi4, "partial_rotary_factor": 1}, "phi-4").spec.total_params == (
+        14_659_507_200
+    )
 
 
 def test_qwen2_5_vl_counts_its_vision_transformer_and_merger() -> None:
