@@ -5,9 +5,11 @@ active parameters set the compute and bandwidth per token. Both are kept; weight
 sized by the total, MoE included.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
+import msgspec.inspect
+from msgspec import Meta
 
 from service.sizing.errors import SizingError, require
 
@@ -28,40 +30,15 @@ MAX_TOKENS = 2**30
 MAX_VOCAB = 2**31 - 1
 MAX_EXPERTS = 65_536
 MAX_CONV_KERNEL = 64
-MODEL_LIMITS: dict[str, int] = {
-    **dict.fromkeys(
-        ("total_params", "active_params", "replicated_params", "checkpoint_bytes"), MAX_SAFE_INT
-    ),
-    **dict.fromkeys(("layers", "dense_layers"), MAX_LAYERS),
-    **dict.fromkeys(
-        (
-            "hidden_size",
-            "intermediate_size",
-            "attention_heads",
-            "kv_heads",
-            "head_dim",
-            "kv_lora_rank",
-            "qk_rope_head_dim",
-            "q_lora_rank",
-            "dense_intermediate_size",
-            "linear_key_heads",
-            "linear_value_heads",
-            "linear_key_head_dim",
-            "linear_value_head_dim",
-            "rotary_dim",
-        ),
-        MAX_WIDTH,
-    ),
-    **dict.fromkeys(("max_context_tokens", "sliding_window_tokens"), MAX_TOKENS),
-    "vocab_size": MAX_VOCAB,
-    **dict.fromkeys(("experts", "experts_per_token"), MAX_EXPERTS),
-    "linear_conv_kernel": MAX_CONV_KERNEL,
-}
-"""The largest value each ModelSpec field may take: the catalogue's bounds (its API schema reads
-them from here), checked by ``validate_model`` for every architecture the core is given, inline
-specs and imported configs included. Far above any real model, they keep one request's work
-bounded (the per-layer rules walk every layer: 10^8 layers took four minutes) and its numbers
-exact."""
+Count = Annotated[int, Meta(le=MAX_SAFE_INT)]
+LayerCount = Annotated[int, Meta(le=MAX_LAYERS)]
+Width = Annotated[int, Meta(le=MAX_WIDTH)]
+TokenCount = Annotated[int, Meta(le=MAX_TOKENS)]
+"""Upper bounds of ModelSpec's fields, the catalogue's (its API schema reads the same constants):
+far above any real model, they keep one request's work bounded (the per-layer rules walk every
+layer: 10^8 layers took four minutes) and its numbers exact. Decoding a request enforces them
+(a 400 naming the field); ``validate_model`` checks them again for specs built in code (the
+importer's). Lower bounds and consistency stay with ``validate_model`` (a 422)."""
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,48 +48,48 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     """The checkpoint's model class as config.json names it (``architectures[0]``, e.g.
     "LlamaForCausalLM"): some engine rules go by class name (vLLM 0.23-0.28 choose Model Runner
     V2 from a list of classes). Empty: unknown, and such rules fall back to the model's shape."""
-    total_params: int
-    active_params: int = 0
+    total_params: Count
+    active_params: Count = 0
     """Parameters used per token (MoE); 0 means dense: the same as ``total_params``."""
-    replicated_params: int = 0
+    replicated_params: Count = 0
     """Parameters of ``total_params`` that every tensor-parallel rank holds whole instead of a
     1/TP slice (a vision tower's patch embedding, norms and row-parallel biases: vLLM's
     ``nn.Conv3d``/``RMSNorm`` are plain modules and ``RowParallelLinear`` keeps its full bias on
     each rank). 0: every parameter is sliced."""
-    layers: int
-    hidden_size: int
-    intermediate_size: int = 0
+    layers: LayerCount
+    hidden_size: Width
+    intermediate_size: Width = 0
     """FFN width of a dense layer, or of one expert in an MoE layer (0: unknown)."""
-    attention_heads: int
-    kv_heads: int
-    head_dim: int = 0
+    attention_heads: Width
+    kv_heads: Width
+    head_dim: Width = 0
     """0 means hidden_size / attention_heads (which must then divide)."""
-    vocab_size: int = 0
-    max_context_tokens: int
-    experts: int = 0
-    experts_per_token: int = 0
-    kv_lora_rank: int = 0
+    vocab_size: Annotated[int, Meta(le=MAX_VOCAB)] = 0
+    max_context_tokens: TokenCount
+    experts: Annotated[int, Meta(le=MAX_EXPERTS)] = 0
+    experts_per_token: Annotated[int, Meta(le=MAX_EXPERTS)] = 0
+    kv_lora_rank: Width = 0
     """MLA: width of the compressed KV latent (DeepSeek-V3: 512)."""
-    qk_rope_head_dim: int = 0
+    qk_rope_head_dim: Width = 0
     """MLA: the decoupled rotary key stored beside the latent (DeepSeek-V3: 64)."""
-    q_lora_rank: int = 0
+    q_lora_rank: Width = 0
     """MLA: width of the compressed query (DeepSeek-V3: 1536); 0: a plain query projection."""
-    dense_layers: int = 0
+    dense_layers: LayerCount = 0
     """MoE models: leading layers with a dense FFN instead of experts (DeepSeek-V3: 3)."""
-    dense_intermediate_size: int = 0
+    dense_intermediate_size: Width = 0
     """MoE models: FFN width of those dense layers (DeepSeek-V3: 18,432)."""
-    sliding_window_tokens: int = 0
+    sliding_window_tokens: TokenCount = 0
     layer_types: tuple[LayerType, ...] = ()
     """One entry per layer; empty means every layer is full attention (MLA when kv_lora_rank)."""
-    linear_key_heads: int = 0
+    linear_key_heads: Width = 0
     """Linear-attention layers (Gated DeltaNet): key (and query) heads."""
-    linear_value_heads: int = 0
-    linear_key_head_dim: int = 0
-    linear_value_head_dim: int = 0
-    linear_conv_kernel: int = 0
+    linear_value_heads: Width = 0
+    linear_key_head_dim: Width = 0
+    linear_value_head_dim: Width = 0
+    linear_conv_kernel: Annotated[int, Meta(le=MAX_CONV_KERNEL)] = 0
     """Width of the causal convolution over q, k and v; the state keeps its last kernel - 1
     inputs."""
-    rotary_dim: int = 0
+    rotary_dim: Width = 0
     """Dimensions of each head that rotary embedding turns (Qwen3-Next: 0.25 x 256 = 64);
     0: the whole head (qk_rope_head_dim for MLA)."""
     rope_cache_rows: tuple[int, ...] = ()
@@ -121,7 +98,7 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     linear scaling (Gemma 3's global layers: 131,072 x 8), original x factor for YaRN. Empty:
     one cache of max_context_tokens rows."""
     checkpoint_format: str = ""
-    checkpoint_bytes: int = 0
+    checkpoint_bytes: Count = 0
     """A quantised checkpoint's real stored size (scales and 16-bit parts included, MTP layers
     excluded); used instead of params x bits when planning in ``checkpoint_format``."""
 
@@ -153,6 +130,16 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
             2 * self.linear_key_heads * self.linear_key_head_dim
             + self.linear_value_heads * self.linear_value_head_dim
         )
+
+
+_SPEC_INFO = msgspec.inspect.type_info(ModelSpec)
+assert isinstance(_SPEC_INFO, msgspec.inspect.StructType)
+MODEL_LIMITS: dict[str, int] = {
+    f.name: f.type.le
+    for f in _SPEC_INFO.fields
+    if isinstance(f.type, msgspec.inspect.IntType) and f.type.le is not None
+}
+"""Each bounded ModelSpec field and its largest value, read from the annotations above."""
 
 
 def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
