@@ -32,6 +32,7 @@ from service.sizing.engine import (
 )
 from service.sizing.startup_log import parse_startup_log
 from service.verify.compare import VerifyAnswer, compare
+from service.verify.flags import BatchedTokens, Loras, ModelLen, Seqs, TensorParallel
 
 Session = NamedDependency[AsyncSession]
 
@@ -46,8 +47,8 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Optional ``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv``."""
     concurrency: Users = 8
     """Users the plan must hold at once (KV tokens / context below it: the plan is short)."""
-    tensor_parallel_size: Annotated[int, Meta(ge=1, le=1024)] = 1
-    max_model_len: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    tensor_parallel_size: TensorParallel = 1
+    max_model_len: ModelLen | None = None
     gpu_memory_utilization: OptionalUtilisation = None
     """Default: what the log echoes, else the default of the release it prints (0.92 from vLLM
     0.20, 0.9 before)."""
@@ -63,13 +64,13 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     VLLM_USE_V2_MODEL_RUNNER=0 was set; auto: the release's rule for the model's class."""
     kv_cache_dtype: KvCacheDtype = "auto"
     block_size: int = 16
-    max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
-    max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
+    max_num_batched_tokens: BatchedTokens | None = None
+    max_num_seqs: Seqs | None = None
     engine_version: EngineEra | None = None
     """Default: from the version the log prints, else the current releases' (v2-all)."""
     enable_lora: bool = False
     """Default: what the log shows (--enable-lora, or the LoRA manager's PunicaWrapper line)."""
-    max_loras: Annotated[int, Meta(ge=1, le=1024)] = 1
+    max_loras: Loras = 1
     max_lora_rank: LoraRank = 16
     lora_embeddings: bool = False
     """The model's vLLM class puts LoRA on its embedding and LM head (Llama, Mistral,

@@ -6,6 +6,7 @@ import msgspec
 
 from service.sizing.engine import (
     HOPPER_SLUGS,
+    LORA_RANKS,
     EngineConfig,
     EngineEra,
     EnginePrediction,
@@ -25,6 +26,15 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.startup_log import StartupLog
 from service.sizing.units import GiB
+from service.verify.flags import (
+    MAX_BATCHED_TOKENS,
+    MAX_GPU_BYTES,
+    MAX_LORAS,
+    MAX_MODEL_LEN,
+    MAX_PIPELINE_STAGES,
+    MAX_SEQS,
+    MAX_TENSOR_PARALLEL,
+)
 
 Severity = Literal["info", "warning", "problem"]
 
@@ -51,21 +61,21 @@ class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 ECHOED_RANGES: dict[str, tuple[float, float]] = {
-    "tensor_parallel_size": (1, 1024),
-    "pipeline_parallel_size": (1, 64),
-    "max_model_len": (1, 100_000_000),
-    "concurrency_tokens": (1, 100_000_000),
+    "tensor_parallel_size": (1, MAX_TENSOR_PARALLEL),
+    "pipeline_parallel_size": (1, MAX_PIPELINE_STAGES),
+    "max_model_len": (1, MAX_MODEL_LEN),
+    "concurrency_tokens": (1, MAX_MODEL_LEN),
     "gpu_memory_utilization": (0.01, 1),
-    "max_num_batched_tokens": (1, 10_000_000),
-    "max_num_seqs": (1, 65_536),
+    "max_num_batched_tokens": (1, MAX_BATCHED_TOKENS),
+    "max_num_seqs": (1, MAX_SEQS),
     "block_size": (1, 256),
-    "cpu_offload_bytes": (0, 2**50),
-    "total_gpu_memory_bytes": (1, 2**50),
-    "max_loras": (1, 1024),
-    "max_lora_rank": (1, 512),
+    "cpu_offload_bytes": (0, MAX_GPU_BYTES),
+    "total_gpu_memory_bytes": (1, MAX_GPU_BYTES),
+    "max_loras": (1, MAX_LORAS),
+    "max_lora_rank": (1, max(LORA_RANKS)),
 }
-"""What a flag the log echoes may be for the prediction to use it: the request's own bounds
-(``VerifyRequest``). A value outside them (an edited or corrupted log: utilisation 0.0, a
+"""What a flag the log echoes may be for the prediction to use it: the requests' own bounds
+(``service.verify.flags``). A value outside them (an edited or corrupted log: utilisation 0.0, a
 pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently replaced by
 the request's value or a default."""
 

@@ -28,6 +28,14 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.plan import validate_splits
+from service.verify.flags import (
+    BatchedTokens,
+    CpuOffloadBytes,
+    Loras,
+    ModelLen,
+    PipelineStages,
+    Seqs,
+)
 
 QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "bf16": "none",
@@ -44,10 +52,10 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """vLLM's flags for ``method: "vllm"`` (null: the engine's default, which may depend on the
     GPU; the answer says which were used)."""
 
-    max_model_len: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    max_model_len: ModelLen | None = None
     """Default: the request's context_tokens."""
-    max_num_seqs: Annotated[int, Meta(ge=1, le=65_536)] | None = None
-    max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
+    max_num_seqs: Seqs | None = None
+    max_num_batched_tokens: BatchedTokens | None = None
     block_size: Literal[8, 16, 32, 64, 128, 256] = 16
     kv_cache_dtype: KvCacheDtype | None = None
     """Default: fp8 when the request's kv_format is fp8, else auto (the model's 16-bit)."""
@@ -70,16 +78,16 @@ class VllmOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     model_runner: ModelRunner = "auto"
     """0.23-0.28: force the runner (v2, or original for VLLM_USE_V2_MODEL_RUNNER=0); auto: the
     release's rule, by the model's class (``vllm_version`` picks the release)."""
-    pipeline_parallel_size: Annotated[int, Meta(ge=1, le=64)] = 1
+    pipeline_parallel_size: PipelineStages = 1
     int4_group_size: Literal[32, 64, 128] = 128
     """quantization w4a16-experts: the checkpoint's group size (its quantization_config)."""
-    cpu_offload_bytes: Annotated[int, Meta(ge=0, le=2**50)] = 0
+    cpu_offload_bytes: CpuOffloadBytes = 0
     """--cpu-offload-gb x 2^30, per GPU: decoder layers kept in CPU memory, in order until the
     budget is spent (embeddings, LM head and rotary caches stay on the GPU)."""
     enable_lora: bool = False
     """--enable-lora: max_loras adapter slots of max_lora_rank in every wrapped layer, counted in
     the weights from 0.8 (before, outside the KV budget)."""
-    max_loras: Annotated[int, Meta(ge=1, le=1024)] = 1
+    max_loras: Loras = 1
     max_lora_rank: LoraRank = 16
     lora_embeddings: bool = False
     """The model's vLLM class puts LoRA on its embedding and LM head (Llama, Mistral,
