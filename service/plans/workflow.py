@@ -99,16 +99,10 @@ def if_match_versions(header: str | None) -> set[int] | None:
         tag = raw.strip()
         if tag.startswith("W/"):
             continue  # If-Match compares strongly: a weak tag never matches (RFC 9110 13.1.1)
+        value = tag[1:-1] if len(tag) >= 2 and tag[0] == tag[-1] == '"' else ""
         # ASCII digits only: "²" and other Unicode digits pass isdigit() but not int().
-        if (
-            len(tag) >= 2
-            and tag[0] == tag[-1] == '"'
-            and tag[1:-1].isascii()
-            and tag[1:-1].isdigit()
-        ):
-            value = tag[1:-1]
-            if len(value) <= 18:
-                versions.add(int(value))
+        if value.isascii() and value.isdigit() and len(value) <= 18:
+            versions.add(int(value))
     return versions
 
 

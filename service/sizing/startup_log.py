@@ -102,20 +102,25 @@ is a byte count of 12 digits. Longer is a corrupted or hostile paste: as a float
 infinite, as an int past Python's 4,300-digit limit, either an error."""
 
 
-def _f(s: str, field: str = "log") -> float:
-    """A number the log prints, as a float; a 422 on ``field`` for one too long to be real."""
+def _digits(s: str, field: str) -> str:
+    """A number the log prints, without its separators; a 422 on ``field`` for one too long to
+    be real."""
     require(
         len(s) <= MAX_NUMBER_CHARS,
         field,
         f"a number of {len(s):,} characters ({s[:12]}...) is not one vLLM prints",
     )
-    return float(s.replace(",", ""))
+    return s.replace(",", "")
+
+
+def _f(s: str, field: str = "log") -> float:
+    return float(_digits(s, field))
 
 
 def _int(s: str, field: str = "log") -> int:
-    """A count the log prints ("1,192,160"), exactly; a 422 on ``field`` as ``_f``."""
-    digits = s.replace(",", "")
-    return int(digits) if digits.isdecimal() and len(s) <= MAX_NUMBER_CHARS else int(_f(s, field))
+    """A count ("1,192,160") exactly; one with a point or a sign through its float."""
+    digits = _digits(s, field)
+    return int(digits) if digits.isdecimal() else int(float(digits))
 
 
 def _gib(s: str) -> int:
