@@ -379,9 +379,11 @@ async def test_a_number_no_vllm_prints_is_a_422_on_the_log(client: Client) -> No
 async def test_a_bitsandbytes_log_without_its_release_asks_for_one(client: Client) -> None:
     # A trimmed log: bitsandbytes weights but no version line. The current releases have no
     # bitsandbytes (vLLM 0.28 removed it), so the problem names the quantization and says how
-    # to give the release; with engine_version v1-0.19 (0.17-0.20) the same log is checked.
+    # to give the release; with engine_version v1-0.19 (0.17-0.20) the same log is checked:
+    # Qwen2.5-7B in NF4 with fp32 block scales loads 5,859,619,840 B, worked out in
+    # test_plan_method_vllm_with_gptq_weights.
     log = "quantization=bitsandbytes, enforce_eager=False\nGPU KV cache size: 100,000 tokens"
-    body = {"log": log, "model": "llama-3.1-8b", "gpu": "h100"}
+    body = {"log": log, "model": "qwen2.5-7b", "gpu": "h100"}
     r = await client.post("/verify", json=body)
     assert r.status_code == 422, r.text
     error = r.json()["errors"][0]
@@ -389,3 +391,4 @@ async def test_a_bitsandbytes_log_without_its_release_asks_for_one(client: Clien
     r = await client.post("/verify", json={**body, "engine_version": "v1-0.19"})
     assert r.status_code == 200, r.text
     assert r.json()["config_used"]["quantization"] == "bnb-nf4"
+    assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_859_619_840
