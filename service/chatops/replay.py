@@ -46,6 +46,8 @@ class _Entry:
     signature: str
     expires_at: float
     digest: bytes
+    message: SlackMessage | None = None
+    """The answer once there is one (read without the event loop that made it)."""
     answer: "asyncio.Future[SlackMessage]" = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -62,7 +64,9 @@ class Claim:
     async def stored(self) -> SlackMessage | None:
         """The first attempt's answer (None when it failed: then compute it here)."""
         assert self.entry is not None
-        try:
+        if self.entry.message is not None:
+            return self.entry.message
+        try:  # the first attempt is still computing: wait for its answer
             return await asyncio.shield(self.entry.answer)
         except Exception:  # the first attempt failed; its error was answered there
             return None
@@ -106,6 +110,7 @@ class ReplayGuard:
 
     def answered(self, claim: Claim, answer: SlackMessage) -> None:
         assert claim.entry is not None
+        claim.entry.message = answer
         claim.entry.answer.set_result(answer)
 
     def failed(self, claim: Claim, error: BaseException) -> None:

@@ -3,6 +3,7 @@ refused (401), Slack's own retry (X-Slack-Retry-Num) gets the first answer witho
 computation, other valid requests still pass, and remembered signatures expire with the window
 (a clock the tests move; nothing sleeps)."""
 
+import asyncio
 import time
 import urllib.parse
 from typing import Any
@@ -166,3 +167,15 @@ async def test_a_retry_after_a_failed_first_attempt_is_computed() -> None:
     guard.answered(again, help_message())
     retry = guard.claim("1000", "v0=a", b"a", retry=True)
     assert retry.verdict == "retry" and await retry.stored() == help_message()
+
+
+async def test_a_retry_while_the_first_attempt_runs_waits_for_its_answer() -> None:
+    guard = ReplayGuard(clock=Clock(1000))
+    first = guard.claim("1000", "v0=a", b"a", retry=False)
+    retry = guard.claim("1000", "v0=a", b"a", retry=True)
+    assert retry.verdict == "retry"
+    waiting = asyncio.ensure_future(retry.stored())
+    await asyncio.sleep(0)  # let it start waiting (no wall-clock wait: one loop turn)
+    assert not waiting.done()
+    guard.answered(first, help_message())
+    assert await waiting == help_message()
