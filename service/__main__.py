@@ -1,4 +1,4 @@
-"""python -m service {serve,migrate,openapi,keys create,plan,matrix,offload}."""
+"""python -m service {serve,migrate,openapi,keys create,plan,matrix,offload,slack-ask}."""
 
 import argparse
 import asyncio
@@ -50,11 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--principal", required=True)
     create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
     from service import cli
+    from service.chatops import ask
 
     cli.add_commands(commands)
+    ask.add_command(commands)
     args = parser.parse_args(argv)
     if args.command in cli.COMMANDS:  # plan, matrix, offload: locally or against --url
         return cli.run(args)
+    if args.command == "slack-ask":
+        return ask.run(args)
     if args.command == "accuracy":
         from pathlib import Path
 

@@ -22,6 +22,7 @@ from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
+from service.chatops.replay import ReplayGuard
 from service.db import create_engine
 from service.observability import (
     Metrics,
@@ -73,7 +74,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_request_body_bytes,
         logging_config=None,  # configure_logging owns the root logger: JSON lines only
         state=State(
-            {"settings": settings, "db_config": db_config, "metrics": metrics, "cache": cache}
+            {
+                "settings": settings,
+                "db_config": db_config,
+                "metrics": metrics,
+                "cache": cache,
+                "slack_replays": ReplayGuard(),  # per replica: see service/chatops/replay.py
+            }
         ),
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
         on_shutdown=[cache.close],

@@ -2,12 +2,15 @@
 
 Order of checks: no SLACK_SIGNING_SECRET configured -> 404 problem (the endpoint is disabled on
 this deployment); a missing, stale (over 5 minutes), forged or tampered signature -> 401 problem
-and nothing runs; otherwise the form's ``text`` is answered with a Slack message (200), also when
-the text is not a command (the usage) or names something unknown (the closest names).
+and nothing runs; a valid signature seen before inside the window (a replay) -> 401 problem, as a
+stale one is: the request is Slack's but not new, which is an authentication failure, not a
+conflict the sender could resolve (409); Slack's own retry of it (``X-Slack-Retry-Num``) -> the
+first attempt's answer again (service/chatops/replay.py, per replica). Otherwise the form's
+``text`` is answered with a Slack message (200), also when the text is not a command (the usage)
+or names something unknown (the closest names).
 The body is read raw (the signature covers its exact bytes) and parsed here.
 """
 
-import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -21,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.problems import problem_response, problems
 from service.chatops import run, signature
+from service.chatops.replay import ReplayGuard
 from service.chatops.slack import SlackMessage
 
 Session = NamedDependency[AsyncSession]
@@ -69,6 +73,15 @@ TimestampHeader = Annotated[
         description="Seconds since the epoch; at most 5 minutes from now",
     ),
 ]
+RetryHeader = Annotated[
+    int | None,
+    HeaderParameter(
+        name="X-Slack-Retry-Num",
+        ge=1,
+        le=10,
+        description="Set by Slack on a retry (1-3): answered with the first attempt's answer",
+    ),
+]
 
 
 @post(
@@ -79,7 +92,9 @@ TimestampHeader = Annotated[
     summary="Answer a Slack slash command (plan, matrix, offload, gpus, models, help)",
     description=(
         "Signed by Slack (SLACK_SIGNING_SECRET). 401: missing, stale, forged or tampered "
-        "signature (nothing runs). 404: chat commands are disabled (no secret configured)."
+        "signature, or a signature already answered inside its 5-minute window (a replay; "
+        "nothing runs). A retry (X-Slack-Retry-Num) gets the first attempt's answer. "
+        "404: chat commands are disabled (no secret configured)."
     ),
     operation_class=SlashCommandOperation,
     responses=problems(400, 401, 404, 413),
@@ -89,6 +104,7 @@ async def slack_command(
     db_session: Session,
     x_slack_signature: SignatureHeader = None,
     x_slack_request_timestamp: TimestampHeader = None,
+    x_slack_retry_num: RetryHeader = None,
 ) -> Response[SlackMessage]:
     secret = request.app.state.settings.slack_signing_secret
     if not secret:
@@ -100,18 +116,45 @@ async def slack_command(
             type_="urn:gpu-planner:chatops-disabled",
         )
     body = await request.body()
-    why = signature.check(secret, x_slack_request_timestamp, x_slack_signature, body, time.time())
+    replays: ReplayGuard = request.app.state.slack_replays
+    timestamp, sent_signature = x_slack_request_timestamp, x_slack_signature
+    why = signature.check(secret, timestamp, sent_signature, body, replays.clock())
     if why is not None:
-        return problem_response(  # type: ignore[return-value]
+        return _unauthorized(request, why, "urn:gpu-planner:bad-slack-signature")
+    assert timestamp is not None and sent_signature is not None  # check() refuses them missing
+    retry = x_slack_retry_num is not None
+    claim = replays.claim(timestamp, sent_signature, body, retry=retry)
+    if claim.verdict == "replay":
+        return _unauthorized(
             request,
-            401,
-            why,
-            type_="urn:gpu-planner:bad-slack-signature",
-            headers={"WWW-Authenticate": 'Slack-Signature realm="gpu-planner-chatops"'},
+            "this signed request was already answered (a replay); Slack's own retries carry "
+            "X-Slack-Retry-Num",
+            "urn:gpu-planner:replayed-slack-request",
         )
+    while claim.verdict == "retry":
+        if (stored := await claim.stored()) is not None:
+            return Response(stored)
+        # The first attempt failed (and was forgotten): compute here, or wait on another retry.
+        claim = replays.claim(timestamp, sent_signature, body, retry=True)
     form = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
     text = (form.get("text") or [""])[0]
-    return Response(await run.answer(db_session, text))
+    try:
+        answer = await run.answer(db_session, text)
+    except BaseException as exc:
+        replays.failed(claim, exc)
+        raise
+    replays.answered(claim, answer)
+    return Response(answer)
+
+
+def _unauthorized(request: Request[Any, Any, Any], why: str, type_: str) -> Response[SlackMessage]:
+    return problem_response(  # type: ignore[return-value]
+        request,
+        401,
+        why,
+        type_=type_,
+        headers={"WWW-Authenticate": 'Slack-Signature realm="gpu-planner-chatops"'},
+    )
 
 
 chatops_handlers = [slack_command]

@@ -9,7 +9,7 @@ The budget, per GPU (vLLM ``gpu_worker.determine_available_memory`` / V0 ``worke
                - CUDA-graph memory (only in the engine era that counts it)
 
 The KV pool then becomes blocks (``vllm/v1/core/kv_cache_utils.py`` and
-``vllm/v1/kv_cache_interface.py``, as read in shared/reference/models.md): a page holds
+``vllm/v1/kv_cache_interface.py``, as read in docs/reference/models.md): a page holds
 ``block_size`` tokens of one layer; full-attention and sliding-window layers are grouped in
 equal-size groups (hybrid manager) and each KV tensor is shared by one layer of every group, so a
 block costs ``group_size x page``; MLA pages hold one latent per token, whole on every TP rank;

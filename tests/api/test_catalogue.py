@@ -84,7 +84,7 @@ async def test_models_keep_exact_parameter_counts(client: Client) -> None:
 
 async def test_shipped_models_name_their_config_class(client: Client) -> None:
     # Migration 0008 (service/catalogue/data/model_updates.json): config.json's architectures[0]
-    # from ../shared/reference/models.json. The text-only Gemma 3 row (its reference config has
+    # from docs/reference/models.json. The text-only Gemma 3 row (its reference config has
     # no architectures) and Qwen3-Next (not in the reference) stay '' (unknown).
     expected = {
         "llama-3.1-70b": "LlamaForCausalLM",

@@ -1,7 +1,7 @@
 """Importing a Hugging Face config.json: exact parameter counts and checkpoint bytes.
 
 The fixtures in tests/data/hf_configs/ are written from the fields listed in
-../shared/reference/models.json (each names its source). Expected counts are the reference's
+docs/reference/models.json (each names its source). Expected counts are the reference's
 meta-device counts (transformers 5.24 on torch's meta device, reference/models.md).
 """
 

@@ -5,6 +5,7 @@ with the app: ports, probe paths, settings names, images, users, selectors, comm
 
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
+from alembic.script import ScriptDirectory
 
 from service.app import create_app
 from service.settings import Settings
+from tests.loopback import served
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -42,11 +45,14 @@ def run(*args: str) -> str:
 
 
 def resources() -> dict[str, dict[str, Any]]:
+    """Every manifest as "Kind/name", and as "Kind" where only one has that kind."""
     found: dict[str, dict[str, Any]] = {}
+    kinds: dict[str, list[dict[str, Any]]] = {}
     for path in MANIFESTS:
         for document in yaml.safe_load_all(path.read_text()):
-            found[document["kind"]] = document
-    return found
+            found[f"{document['kind']}/{document['metadata']['name']}"] = document
+            kinds.setdefault(document["kind"], []).append(document)
+    return {**found, **{kind: docs[0] for kind, docs in kinds.items() if len(docs) == 1}}
 
 
 def test_manifests_pass_kubernetes_validate_strict() -> None:
@@ -109,8 +115,10 @@ def test_settings_in_the_configmap_and_secret_are_real_settings() -> None:
     fields = {name.upper() for name in Settings.__struct_fields__}
     config = k["ConfigMap"]["data"]
     assert set(config) <= fields
-    assert set(k["Secret"]["stringData"]) == {"DATABASE_URL"}
-    parsed = Settings.from_env({**config, **k["Secret"]["stringData"]})  # every value converts
+    database = k["Secret/gpu-planner-database"]["stringData"]
+    slack = k["Secret/gpu-planner-slack"]["stringData"]
+    assert set(database) == {"DATABASE_URL"} and set(slack) == {"SLACK_SIGNING_SECRET"}
+    parsed = Settings.from_env({**config, **database, **slack})  # every value converts
     assert not parsed.is_default_sqlite  # so `serve` never migrates in Kubernetes
     assert parsed.require_auth and parsed.rate_limit_per_minute == 600
     pod = k["Deployment"]["spec"]["template"]["spec"]
@@ -166,7 +174,7 @@ def test_selectors_and_targets_line_up() -> None:
     env_from = k["Deployment"]["spec"]["template"]["spec"]["containers"][0]["envFrom"]
     assert {e.get("configMapRef", e.get("secretRef"))["name"] for e in env_from} == {
         k["ConfigMap"]["metadata"]["name"],
-        k["Secret"]["metadata"]["name"],
+        k["Secret/gpu-planner-database"]["metadata"]["name"],
     }
 
 
@@ -191,3 +199,64 @@ def test_dockerignore_lets_through_what_the_dockerfile_copies(needed: str) -> No
     rules = (ROOT / ".dockerignore").read_text().splitlines()
     assert "**" in rules and f"!{needed}" in rules
     assert f"COPY {needed.rstrip('/')}" in DOCKERFILE.read_text()
+
+
+def test_the_deployment_leaves_the_replica_count_to_the_hpa() -> None:
+    # An HPA targets the Deployment, so spec.replicas there would reset the HPA's count to that
+    # number on every `kubectl apply`.
+    k = resources()
+    assert k["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]["name"] == "gpu-planner-api"
+    assert "replicas" not in k["Deployment"]["spec"]
+
+
+def test_the_slack_signing_secret_reaches_the_pod_and_compose_optionally() -> None:
+    k = resources()
+    (api,) = k["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in api["env"]}
+    ref = env["SLACK_SIGNING_SECRET"]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "gpu-planner-slack", "key": "SLACK_SIGNING_SECRET", "optional": True}
+    assert ref["key"] in k[f"Secret/{ref['name']}"]["stringData"]  # the example names that key
+    assert "slack_signing_secret" in Settings.__struct_fields__
+    compose = yaml.safe_load(COMPOSE.read_text())["services"]["api"]["environment"]
+    assert compose["SLACK_SIGNING_SECRET"] == "${SLACK_SIGNING_SECRET:-}"  # empty: chat off
+    guide = (ROOT / "deploy" / "README.md").read_text()
+    for needed in ("SLACK_SIGNING_SECRET", "gpu-planner-slack", "python -m service slack-ask"):
+        assert needed in guide
+
+
+def healthcheck() -> list[str]:
+    """The image's HEALTHCHECK command (exec form), continuation lines joined."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    found = re.search(r"^HEALTHCHECK .*?CMD (\[.*\])$", text, re.M)
+    assert found, "the Dockerfile has an exec-form HEALTHCHECK"
+    command: list[str] = yaml.safe_load(found[1])  # a JSON array is YAML too
+    return command
+
+
+def test_the_image_healthcheck_asks_the_port_the_server_listens_on(tmp_path: Path) -> None:
+    # Served on a free port that is not 8000, with PORT set to it as `serve` reads it: the check
+    # passes; with PORT naming a port nothing listens on, it fails.
+    command = healthcheck()
+    assert command[0] == "python" and "PORT" in command[-1]
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'planner.db'}")
+    with served(settings) as url:
+        port = url.rsplit(":", 1)[1]
+        assert port != "8000"
+        check = [sys.executable, *command[1:]]
+        ok = subprocess.run(check, env={"PORT": port}, capture_output=True, timeout=30)
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            unused = str(closed.getsockname()[1])
+        bad = subprocess.run(check, env={"PORT": unused}, capture_output=True, timeout=30)
+    assert ok.returncode == 0, ok.stderr
+    assert bad.returncode != 0
+
+
+def test_no_guide_shows_a_migration_revision_other_than_the_head() -> None:
+    # The head moves with every migration; a revision written out goes stale (deploy/README.md
+    # showed 0004 with 0009 at the head). Shown revisions must be the head or a placeholder.
+    head = ScriptDirectory(str(ROOT / "migrations")).get_current_head()
+    assert head and (ROOT / "migrations" / "versions").is_dir()
+    for guide in (ROOT / "README.md", ROOT / "deploy" / "README.md"):
+        for shown in re.findall(r'"revision": ?"([^"]*)"', guide.read_text()):
+            assert shown in (head, "<head>"), f"{guide.name} shows revision {shown}"

@@ -1,4 +1,4 @@
-"""Hand-written specs for the core's tests, from ../shared/reference (models.md, gpus.md).
+"""Hand-written specs for the core's tests, from docs/reference (models.md, gpus.md).
 
 They are written here rather than read from the catalogue so the core is tested alone.
 """

@@ -1,6 +1,6 @@
 """The vLLM method: page and block arithmetic, weights as loaded, the budget and the log lines.
 
-Numbers are worked by hand from vLLM's rules (shared/reference/models.md) and the fitted
+Numbers are worked by hand from vLLM's rules (docs/reference/models.md) and the fitted
 constants documented in service/sizing/engine.py.
 """
 

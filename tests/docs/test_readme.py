@@ -1,0 +1,91 @@
+"""README.md and the guides work on a fresh clone as written: their Python compiles (and the
+client snippet runs against a real server), the commands name real files and subcommands from
+the .venv that `make install` creates, and every path they link to is in this repository."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.__main__ import main
+from service.db import migrate
+from service.settings import Settings
+from tests.loopback import served
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+GUIDES = [README, ROOT / "deploy" / "README.md", ROOT / "docs" / "design.md"]
+GUIDES += sorted((ROOT / "docs" / "reference").glob("*.md"))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+REPO_PATH = re.compile(r"`((?:service|tests|deploy|docs|migrations|bench|openapi|\.ci)/[\w./-]*)`")
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", path.read_text(), re.M | re.S)
+
+
+def test_the_readme_has_python_and_every_python_block_compiles() -> None:
+    blocks = [(guide, block) for guide in GUIDES for block in python_blocks(guide)]
+    assert any(guide == README for guide, _ in blocks)
+    for guide, block in blocks:
+        compile(block, str(guide), "exec")  # a SyntaxError fails the test
+
+
+def test_the_client_snippet_saved_as_a_file_runs_against_a_real_server(tmp_path: Path) -> None:
+    # Llama 3.1 70B, bf16, 40 x 8,192 tokens on H100s: 141,107,412,992 + 107,374,182,400 B =
+    # 248.5 GB; 3 H100s hold 204 GB (218.9 GB on the driver's capacity): 4 GPUs either way.
+    (snippet,) = [b for b in python_blocks(README) if "PlannerClient" in b]
+    url = f"sqlite+aiosqlite:///{tmp_path / 'planner.db'}"
+    migrate(url)
+    with served(Settings(database_url=url)) as base:
+        script = tmp_path / "client.py"
+        script.write_text(snippet.replace("http://127.0.0.1:8000", base))
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    plan, matrix, suggestions, tokens_per_s = done.stdout.splitlines()
+    assert plan.split()[0] == "4" and int(plan.split()[1]) > 0
+    assert int(matrix) >= 1
+    assert "'h100-sxm'" in suggestions  # the closest slugs to h1000
+    assert float(tokens_per_s) > 0
+
+
+def test_readme_commands_run_from_the_venv_and_name_real_subcommands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A fresh clone has no `service` on the system Python: `python -m service` there is a
+    # ModuleNotFoundError. Every command runs from .venv (make install).
+    text = README.read_text()
+    bare = [m.start() for m in re.finditer(r"python -m service", text)]
+    assert bare, "the README shows the CLI"
+    assert all(text[max(0, i - 10) : i] == ".venv/bin/" for i in bare)
+    for word in sorted(set(re.findall(r"\.venv/bin/python -m service ([a-z][\w-]*)", text))):
+        with pytest.raises(SystemExit) as exited:
+            main([word, "--help"])
+        assert exited.value.code == 0, word
+    capsys.readouterr()
+    for script in re.findall(r"^\$ (?:\S+=\S+ )*\./(\S+)", text, re.M):
+        assert (ROOT / script).is_file(), f"the README runs ./{script}, which is not shipped"
+
+
+@pytest.mark.parametrize("guide", GUIDES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_linked_path_is_in_this_repository(guide: Path) -> None:
+    text = guide.read_text()
+    assert "../shared" not in text and "/work/shared" not in text
+    assert not re.search(r"\bDESIGN\.md\b", text)  # the design lives in docs/design.md
+    targets = [t for t in LINK.findall(text) if not re.match(r"(https?:|mailto:|#)", t)]
+    for target in targets:
+        path = (guide.parent / target.split("#", 1)[0]).resolve()
+        assert path.is_relative_to(ROOT), f"{target} points outside the repository"
+        assert path.exists(), f"{guide.name} links to {target}, which does not exist"
+    for named in REPO_PATH.findall(text):
+        assert (ROOT / named).exists(), f"{guide.name} names {named}, which does not exist"
+
+
+def test_the_reference_tables_the_readme_cites_are_shipped() -> None:
+    for name in ("gpus.md", "gpus.json", "models.md", "models.json"):
+        assert (ROOT / "docs" / "reference" / name).stat().st_size > 1000
+    assert "docs/reference/models.json" in README.read_text()
