@@ -47,6 +47,9 @@ MEASURED_LABELS = {
     "mean itl (ms):": "mean_itl_ms",
     "median itl (ms):": "median_itl_ms",
     "p99 itl (ms):": "p99_itl_ms",
+    "mean e2el (ms):": "mean_e2el_ms",
+    "median e2el (ms):": "median_e2el_ms",
+    "p99 e2el (ms):": "p99_e2el_ms",
 }
 COUNT_LABELS = {
     "successful requests:": "successful_requests",
@@ -98,8 +101,14 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     assert run["split"] in {"calibration", "held_out"}
     assert run["architecture"] in {"dense", "moe"}
     src = run["source"]
-    assert src["url"].startswith("https://") and src["group"] and src["repository"]
-    assert re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    assert src["url"].startswith("https://") and src["group"] and src["kind"]
+    if src["repository"] is not None:
+        # A file in a public repository: pinned to the commit read, and to the block's line.
+        assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]) and src["path"]
+        assert isinstance(src["line"], int) and src["line"] > 0
+    else:
+        # A page read through the search index: its id, so the same text can be read again.
+        assert re.fullmatch(r"[0-9]+", src["index_id"])
     assert run["gpu"]["name"]
     for field in ("gpu_count", "tensor_parallel", "pipeline_parallel", "successful_requests",
                   "num_prompts", "total_input_tokens", "total_output_tokens"):  # fmt: skip
@@ -197,7 +206,7 @@ def test_the_runs_cover_what_the_issue_asks_for() -> None:
     assert len({r["gpu"]["slug"] or r["gpu"]["name"] for r in RUNS}) >= 4
     assert len({r["model"] for r in RUNS}) >= 6
     assert {r["architecture"] for r in RUNS} == {"dense", "moe"}
-    assert {1, 8} <= {r["tensor_parallel"] for r in RUNS}
+    assert {1, 2, 4, 8} <= {r["tensor_parallel"] for r in RUNS}
     # Only a stated cap counts as a concurrency: a run that sends every prompt at once is not
     # counted at >= 256, however many prompts it sends.
     capped = [r["max_concurrency"] for r in RUNS if r["max_concurrency"] is not None]
