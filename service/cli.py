@@ -54,7 +54,7 @@ SHIPPED: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
     (Model, ("models.json", "models_0007.json")),  # rows of migrations 0002 and 0007
     (Format, ("formats.json",)),
 )
-UPDATES: dict[type[Any], str] = {Model: "model_updates.json"}
+UPDATES: dict[type[Any], str] = {Model: "model_updates.json", Gpu: "gpu_updates.json"}
 """Later revisions' corrections of shipped rows, as the migrations apply them."""
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 

@@ -86,6 +86,8 @@ class GpuBody(msgspec.Struct, kw_only=True):
     gpus_per_node: Annotated[int, Meta(gt=0, le=4096)] = 8
     # 0 = unknown, not null: Litestar drops lower bounds of nullable numbers from the spec.
     bf16_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
+    fp8_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
+    """Dense (no sparsity) FP8 tensor-core peak; 0: none, or unknown."""
     tdp_w: Annotated[int, Meta(ge=0, le=100_000)] = 0
     aliases: Aliases = []
     notes: LongText = ""

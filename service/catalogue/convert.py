@@ -30,6 +30,9 @@ def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
         fp8=row.fp8,
         fp4=row.fp4,
         gpus_per_node=row.gpus_per_node,
+        architecture=row.architecture,
+        bf16_dense_flops_per_s=(row.bf16_dense_tflops or 0.0) * 1e12,
+        fp8_dense_flops_per_s=(getattr(row, "fp8_dense_tflops", 0.0) or 0.0) * 1e12,
     )
 
 

@@ -31,6 +31,13 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
     fp8: bool = False
     fp4: bool = False
     gpus_per_node: int = 8
+    architecture: str = ""
+    """The catalogue's generation and ISA, "Hopper (sm_90)": the serving model's efficiency
+    factors belong to the generation it names first."""
+    bf16_dense_flops_per_s: float = 0.0
+    """Dense (no sparsity) BF16 tensor-core peak; 0 when unknown."""
+    fp8_dense_flops_per_s: float = 0.0
+    """Dense FP8 tensor-core peak; 0 when the GPU has no FP8 tensor cores or it is unknown."""
 
     def capacity_bytes(self, basis: CapacityBasis) -> int:
         if basis == "driver" and self.driver_visible_bytes:

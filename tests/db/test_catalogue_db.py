@@ -186,3 +186,26 @@ def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: 
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM models WHERE slug = 'mine-0008'"))
         engine.dispose()
+
+
+def test_0010_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> None:
+    # Upgraded from 0009: the column arrives NOT NULL with 0 for every row, the shipped rows of
+    # gpu_updates.json get their datasheet figure (H100 SXM FP8 3,958 TFLOPS with sparsity ->
+    # 1,979 dense; RTX 4090's BF16 165.2 where the row had 0); the A100s keep 0 (no FP8).
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    engine = create_sync_engine(sync_url(database_url))
+    try:
+        downgrade(database_url, "0009")
+        assert "fp8_dense_tflops" not in {c["name"] for c in inspect(engine).get_columns("gpus")}
+        migrate(database_url)
+        with engine.begin() as conn:
+            rows = conn.execute(text("SELECT slug, fp8_dense_tflops, bf16_dense_tflops FROM gpus"))
+            stored = {slug: (fp8, bf16) for slug, fp8, bf16 in rows}
+        assert stored["h100-sxm"] == (1979.0, 989.0)
+        assert stored["mi300x"] == (2614.9, 1307.4)
+        assert stored["rtx-4090"] == (330.3, 165.2)
+        assert stored["a100-80gb"] == (0.0, 312.0)
+    finally:
+        engine.dispose()
