@@ -1,0 +1,93 @@
+"""A deployment -> the step costs and engine limits the loop needs.
+
+The weights and the KV pool are the vLLM method's (``predict_vllm``): the weights a rank holds,
+its KV cache's bytes and tokens, the release's max_num_seqs and max_num_batched_tokens. The
+routed experts' share of those weights is their parameter count (E x 3 x hidden x expert FFN x
+MoE layers: gate, up and down projections) at the format's bytes per parameter.
+"""
+
+import msgspec
+
+from service.sizing.engine import EnginePrediction
+from service.sizing.errors import require
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.serving.loop import EngineLimits
+from service.sizing.serving.step import StepCosts
+
+EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
+"""Bytes per routed-expert parameter in each weight format: MXFP4 is 4 bits plus an 8-bit scale
+per 32 values (OCP Microscaling spec v1.0)."""
+
+SLIDING_CONTEXT_SHARE = 0.0
+"""Sliding-window layers attend to at most the window (gpt-oss: 128 tokens), a negligible share
+of the FLOPs of the contexts served here: counted as none."""
+
+
+class Deployment(msgspec.Struct, frozen=True, kw_only=True):
+    model: ModelSpec
+    gpu: GpuSpec
+    weight_format: str
+    """bf16, fp8 or mxfp4: what the GEMMs and the expert bytes run in."""
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+
+
+def routed_expert_params(model: ModelSpec) -> int:
+    if not model.is_moe:
+        return 0
+    moe_layers = model.layers - model.dense_layers
+    return model.experts * 3 * model.hidden_size * model.intermediate_size * moe_layers
+
+
+def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
+    """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 runs FP8 GEMMs
+    on FP4-capable GPUs (Blackwell) and BF16 ones elsewhere (Hopper dequantises in the kernel,
+    vLLM's Marlin/Triton MXFP4 MoE); everything else is BF16."""
+    fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
+    if (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0:
+        return fp8
+    require(gpu.bf16_dense_flops_per_s > 0, "gpu.bf16_dense_flops_per_s", "unknown for this GPU")
+    return gpu.bf16_dense_flops_per_s
+
+
+def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
+    m, t = d.model, d.tensor_parallel
+    weights = p.per_gpu.weights_bytes
+    per_param = EXPERT_BYTES_PER_PARAM.get(d.weight_format, 2.0)
+    stage_share = 1 / d.pipeline_parallel
+    experts_bytes = min(routed_expert_params(m) * per_param / t * stage_share, 0.98 * weights)
+    layer_types = m.resolved_layer_types
+    attention_layers: float = sum(1 for k in layer_types if k in ("full", "mla"))
+    attention_layers += SLIDING_CONTEXT_SHARE * sum(1 for k in layer_types if k == "sliding")
+    head_dim = m.resolved_head_dim
+    attention = 4 * m.attention_heads * head_dim * attention_layers * stage_share / t
+    link = d.gpu.nvlink or d.gpu.host_link
+    tokens = max(p.kv_cache_tokens, 1)
+    return StepCosts(
+        tensor_parallel=t,
+        pipeline_parallel=d.pipeline_parallel,
+        layers=max(1, round(m.layers * stage_share)),
+        hidden_size=m.hidden_size,
+        dense_weight_bytes=round(weights - experts_bytes),
+        expert_bytes_per_expert=round(experts_bytes / m.experts) if m.is_moe else 0,
+        experts=m.experts if m.is_moe else 0,
+        experts_per_token=m.experts_per_token if m.is_moe else 0,
+        flops_per_token=2 * m.resolved_active_params / t * stage_share,
+        attention_flops_per_context_token=attention,
+        kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
+        peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
+        hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
+        link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
+    )
+
+
+def engine_limits(d: Deployment, p: EnginePrediction) -> EngineLimits:
+    """The request's flags, else the release's defaults (``EngineDefaults``)."""
+    return EngineLimits(
+        max_num_seqs=d.max_num_seqs or p.defaults.max_num_seqs,
+        max_num_batched_tokens=d.max_num_batched_tokens or p.defaults.max_num_batched_tokens,
+        kv_pool_tokens=p.kv_cache_tokens,
+    )

@@ -1,0 +1,327 @@
+"""Step times -> what a client of ``vllm bench serve`` measures.
+
+Closed loop of N clients (``--max-concurrency N``): the running batch is
+b = min(N, max_num_seqs, KV pool tokens / (input + output / 2), the batched-token budget), a
+request holding input + output / 2 tokens of the pool on average over its life. At steady state
+each step decodes one token for each of the b sequences and prefills, chunked into the same step,
+the prompts of the requests that replace the finished ones (b x input / output prompt tokens per
+step on average), so TPOT is that step's time and output tokens/s is b / TPOT. Clients beyond
+b queue; TTFT is that wait plus the prompt's chunked prefill.
+
+A benchmark of P prompts (``--num-prompts P``; no concurrency cap sends all at once: N = P)
+has three phases: the first c = min(P, b) prompts prefilled in budget-sized chunks, the steady
+state while the other P - c requests take the freed places, then the drain as the last c
+finish. Output lengths are fixed (``--dataset-name random``: every request the same) or
+exponential with the workload's mean (ShareGPT answers): then the running batch decays as
+c x exp(-k / output) over the drain's steps and the last request ends after about
+output x ln(c) steps.
+
+Open loop at R requests/s: the batch is the b with R = b / (output x TPOT(b)) (a small
+fixed-point iteration); at or past the closed loop's capacity the queue grows without bound.
+"""
+
+import math
+from typing import Literal
+
+import msgspec
+
+from service.sizing.errors import require
+from service.sizing.serving.efficiency import Efficiency
+from service.sizing.serving.step import StepCosts, StepTime, step_time
+
+Bottleneck = Literal[
+    "compute", "hbm-bandwidth", "interconnect", "overhead", "kv-capacity", "max-num-seqs"
+]
+LengthDistribution = Literal["fixed", "exponential"]
+
+EULER_GAMMA = 0.5772156649
+QUADRATURE_POINTS = 48
+"""Points of the drain's and the first wave's averages: smooth integrands, ~0.1% accurate."""
+
+
+class EngineLimits(msgspec.Struct, frozen=True, kw_only=True):
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_pool_tokens: int
+    """The vLLM method's 'GPU KV cache size: N tokens'."""
+
+
+class Workload(msgspec.Struct, frozen=True, kw_only=True):
+    input_tokens: float
+    output_tokens: float
+    concurrency: int | None = None
+    """Closed loop of N clients; None with num_prompts: every prompt at once."""
+    request_rate_per_s: float | None = None
+    """Open loop; exclusive with concurrency."""
+    num_prompts: int | None = None
+    """A finite benchmark of P prompts; None: the steady state."""
+    output_distribution: LengthDistribution = "fixed"
+
+
+class ServingPrediction(msgspec.Struct, frozen=True, kw_only=True):
+    ttft_s: float | None
+    """Mean time to first token; None when an open loop is past capacity (it grows without
+    bound)."""
+    tpot_s: float
+    itl_s: float
+    output_tokens_per_s: float
+    """Per replica."""
+    total_tokens_per_s: float
+    requests_per_s: float
+    output_tokens_per_s_per_gpu: float
+    total_tokens_per_s_per_gpu: float
+    running_batch: float
+    bottleneck: Bottleneck
+    gpus: int
+    stable: bool = True
+    utilisation: float | None = None
+    duration_s: float | None = None
+    """A finite benchmark's wall time."""
+
+
+def _step(
+    costs: StepCosts, eff: Efficiency, w: Workload, prefill: float, decode: float
+) -> StepTime:
+    return step_time(
+        costs,
+        eff,
+        prefill_tokens=prefill,
+        prefill_context=w.input_tokens / 2,
+        decode_sequences=decode,
+        decode_context=w.input_tokens + w.output_tokens / 2,
+    )
+
+
+def batch_limit(limits: EngineLimits, w: Workload) -> tuple[float, Bottleneck | None]:
+    """The most sequences that can run at once and what sets it (None: the token budget, which
+    makes the steps prefill-bound, a compute limit)."""
+    kv = limits.kv_pool_tokens / (w.input_tokens + w.output_tokens / 2)
+    budget = limits.max_num_batched_tokens / (1 + w.input_tokens / w.output_tokens)
+    options: list[tuple[float, Bottleneck | None]] = [
+        (float(limits.max_num_seqs), "max-num-seqs"),
+        (kv, "kv-capacity"),
+        (budget, None),
+    ]
+    best = min(options, key=lambda o: o[0])
+    require(best[0] >= 1, "kv_pool_tokens", "the KV pool cannot hold one request of this workload")
+    return best
+
+
+def steady_step(
+    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload, batch: float
+) -> StepTime:
+    """A steady-state step of ``batch`` running sequences: their decode tokens plus the
+    replacing requests' prompt tokens, within the budget."""
+    prefill = min(batch * w.input_tokens / w.output_tokens, limits.max_num_batched_tokens - batch)
+    return _step(costs, eff, w, max(prefill, 0.0), batch)
+
+
+def prefill_time_s(
+    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload, batch: float
+) -> float:
+    """One prompt's chunked prefill beside ``batch`` decoding sequences."""
+    chunk = max(min(w.input_tokens, limits.max_num_batched_tokens - batch), 1.0)
+    chunks = math.ceil(w.input_tokens / chunk)
+    return chunks * _step(costs, eff, w, chunk, batch).total_s
+
+
+def _prediction(
+    costs: StepCosts,
+    w: Workload,
+    *,
+    batch: float,
+    tpot_s: float,
+    output_tokens_per_s: float,
+    ttft_s: float | None,
+    bottleneck: Bottleneck,
+    **extra: float | bool | None,
+) -> ServingPrediction:
+    gpus = costs.tensor_parallel * costs.pipeline_parallel
+    requests = output_tokens_per_s / w.output_tokens
+    total = requests * (w.input_tokens + w.output_tokens)
+    return ServingPrediction(
+        ttft_s=ttft_s,
+        tpot_s=tpot_s,
+        itl_s=tpot_s,
+        output_tokens_per_s=output_tokens_per_s,
+        total_tokens_per_s=total,
+        requests_per_s=requests,
+        output_tokens_per_s_per_gpu=output_tokens_per_s / gpus,
+        total_tokens_per_s_per_gpu=total / gpus,
+        running_batch=batch,
+        bottleneck=bottleneck,
+        gpus=gpus,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _validate(w: Workload) -> None:
+    require(w.input_tokens >= 1, "input_tokens", "must be at least 1")
+    require(w.output_tokens >= 1, "output_tokens", "must be at least 1")
+    require(w.concurrency is None or w.concurrency >= 1, "concurrency", "must be at least 1")
+    require(
+        w.request_rate_per_s is None or w.request_rate_per_s > 0,
+        "request_rate_per_s",
+        "must be positive",
+    )
+    require(
+        w.concurrency is None or w.request_rate_per_s is None,
+        "request_rate_per_s",
+        "give a concurrency (closed loop) or a request rate (open loop), not both",
+    )
+
+
+def closed_loop(
+    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload
+) -> ServingPrediction:
+    """The steady state of N = ``w.concurrency`` clients."""
+    _validate(w)
+    require(w.concurrency is not None, "concurrency", "a closed loop needs a concurrency")
+    assert w.concurrency is not None
+    cap, limit = batch_limit(limits, w)
+    batch = min(float(w.concurrency), cap)
+    step = steady_step(costs, eff, limits, w, batch)
+    out = batch / step.total_s
+    queue = (w.concurrency - batch) * w.output_tokens / out if w.concurrency > batch else 0.0
+    bottleneck: Bottleneck = step.bound
+    if w.concurrency > cap:
+        bottleneck = limit or "compute"
+    ttft = queue + prefill_time_s(costs, eff, limits, w, batch)
+    return _prediction(
+        costs,
+        w,
+        batch=batch,
+        tpot_s=step.total_s,
+        output_tokens_per_s=out,
+        ttft_s=ttft,
+        bottleneck=bottleneck,
+    )
+
+
+def _drain(costs: StepCosts, eff: Efficiency, w: Workload, batch: float) -> tuple[float, float]:
+    """(drain time, mean step time over a request's first output steps of the drain)."""
+    if w.output_distribution == "fixed" or batch <= 1:
+        t = _step(costs, eff, w, 0.0, batch).total_s
+        return w.output_tokens * t, t
+    length = w.output_tokens * math.log(batch)  # the batch falls to one sequence
+    n = QUADRATURE_POINTS
+    total = 0.0
+    early = 0.0
+    for i in range(n):
+        x = (i + 0.5) / n
+        total += _step(costs, eff, w, 0.0, batch * math.exp(-x * length / w.output_tokens)).total_s
+        early += _step(costs, eff, w, 0.0, batch * math.exp(-x)).total_s
+    # the last sequence: the longest of c exponentials ends ~ output x (ln c + Euler's gamma)
+    last = EULER_GAMMA * w.output_tokens * _step(costs, eff, w, 0.0, 1.0).total_s
+    return total / n * length + last, early / n
+
+
+def _first_wave_tpot(w: Workload, steps: float, t_prefill: float, t_after: float) -> float:
+    """Mean TPOT of the requests admitted during the first prefill: one admitted a fraction a
+    into it decodes its first (1 - a) x steps tokens at the prefill steps' pace, the rest at
+    ``t_after``; averaged over a and over the output length."""
+    n = QUADRATURE_POINTS
+    acc = 0.0
+    for i in range(n):
+        m = (1 - (i + 0.5) / n) * steps
+        for j in range(n):
+            if w.output_distribution == "fixed":
+                o = w.output_tokens
+            else:  # the (j + 0.5) / n quantile of an exponential of the mean
+                o = max(1.0, -w.output_tokens * math.log(1 - (j + 0.5) / n))
+            acc += (min(o, m) * t_prefill + max(0.0, o - m) * t_after) / o
+    return acc / (n * n)
+
+
+def benchmark(
+    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload
+) -> ServingPrediction:
+    """A finite run of ``w.num_prompts`` prompts, at most ``w.concurrency`` at once (None: all),
+    as ``vllm bench serve`` reports it: totals over the run's duration, means over requests."""
+    _validate(w)
+    require(w.num_prompts is not None and w.num_prompts >= 1, "num_prompts", "must be at least 1")
+    assert w.num_prompts is not None
+    p = w.num_prompts
+    n = min(p, w.concurrency or p)
+    cap, limit = batch_limit(limits, w)
+    c = min(float(n), cap)
+    budget = limits.max_num_batched_tokens
+    per_step = max(min(c * w.input_tokens, budget - c / 2), 1.0)
+    prefill_steps = c * w.input_tokens / per_step
+    t_prefill = _step(costs, eff, w, per_step, c / 2).total_s
+    t0 = prefill_steps * t_prefill
+    steady = steady_step(costs, eff, limits, w, c)
+    t1 = (p - c) * w.output_tokens / c * steady.total_s
+    t2, t_drain = _drain(costs, eff, w, c)
+    duration = t0 + t1 + t2
+    out = p * w.output_tokens / duration
+    first = _first_wave_tpot(w, prefill_steps, t_prefill, steady.total_s if p > c else t_drain)
+    tpot = (c * first + (p - c) * steady.total_s) / p
+    own_prefill = prefill_time_s(costs, eff, limits, w, c)
+    # TTFT: the first c wait for the first prefill (half of it on average); the other n - c
+    # sent at the start queue in the server until places free; the p - n sent later (a
+    # client sends its next request when one ends) queue behind n - c others.
+    admit = (n - c) * w.output_tokens / c * steady.total_s
+    rate = c / (w.output_tokens * steady.total_s)
+    ttft = (
+        c * t0 / 2
+        + (n - c) * (t0 + admit / 2 + own_prefill)
+        + (p - n) * ((n - c) / rate + own_prefill)
+    ) / p
+    bottleneck: Bottleneck = steady.bound
+    if n > cap:
+        bottleneck = limit or "compute"
+    return _prediction(
+        costs,
+        w,
+        batch=c,
+        tpot_s=tpot,
+        output_tokens_per_s=out,
+        ttft_s=ttft,
+        bottleneck=bottleneck,
+        duration_s=duration,
+    )
+
+
+def open_loop(
+    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload
+) -> ServingPrediction:
+    """Requests arriving at ``w.request_rate_per_s``."""
+    _validate(w)
+    require(w.request_rate_per_s is not None, "request_rate_per_s", "an open loop needs a rate")
+    assert w.request_rate_per_s is not None
+    rate = w.request_rate_per_s
+    cap, limit = batch_limit(limits, w)
+    full = steady_step(costs, eff, limits, w, cap)
+    capacity = cap / full.total_s / w.output_tokens
+    utilisation = rate / capacity
+    if utilisation >= 1:
+        return _prediction(
+            costs,
+            w,
+            batch=cap,
+            tpot_s=full.total_s,
+            output_tokens_per_s=cap / full.total_s,
+            ttft_s=None,
+            bottleneck=limit or "compute",
+            stable=False,
+            utilisation=utilisation,
+        )
+    batch = min(cap, max(rate * w.output_tokens * eff.step_overhead_s, 1e-9))
+    for _ in range(100):  # batch = rate x output x TPOT(batch): TPOT grows slowly with batch
+        nxt = min(cap, rate * w.output_tokens * steady_step(costs, eff, limits, w, batch).total_s)
+        if abs(nxt - batch) <= 1e-9 * max(batch, 1.0):
+            break
+        batch = nxt
+    step = steady_step(costs, eff, limits, w, batch)
+    ttft = prefill_time_s(costs, eff, limits, w, batch) + step.total_s / 2
+    return _prediction(
+        costs,
+        w,
+        batch=batch,
+        tpot_s=step.total_s,
+        output_tokens_per_s=rate * w.output_tokens,
+        ttft_s=ttft,
+        bottleneck=step.bound,
+        utilisation=utilisation,
+    )

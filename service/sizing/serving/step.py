@@ -1,0 +1,133 @@
+"""The time of one engine step on one GPU of a replica: a roofline plus fixed costs.
+
+A step runs ``prefill_tokens`` prompt tokens (chunked prefill shares the step, within
+max_num_batched_tokens) and one token for each of ``decode_sequences`` running sequences.
+- compute: 2 x active parameters FLOPs per token (issue 17: "2 x active parameters per token"),
+  plus attention's 4 x heads x head_dim FLOPs per layer per context token (QK^T and AV, a
+  multiply-add each), all over the GPU's dense peak for the format x the achieved fraction;
+- bytes: the active weights once per step (an MoE layer reads the experts the step's tokens
+  touch: E x (1 - (1 - k/E)^T) of E for T tokens) plus every decoding sequence's KV;
+- the GEMMs take the longer of their FLOPs and weight bytes, attention the longer of its FLOPs
+  and KV bytes (each kernel overlaps its own math and reads; the kernels run in turn), plus
+  the tensor-parallel all-reduces (two per layer, Megatron's split: after attention and after
+  the MLP; a ring moves 2 (t-1)/t of the message over the link) and the engine's fixed
+  overheads (per step and per layer).
+"""
+
+from typing import Literal
+
+import msgspec
+
+from service.sizing.serving.efficiency import Efficiency
+
+StepBound = Literal["compute", "hbm-bandwidth", "interconnect", "overhead"]
+
+
+class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
+    """What one GPU of a replica does per token and per step, independent of the batch."""
+
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    layers: int
+    """Layers on this GPU's pipeline stage (all of them when pipeline_parallel is 1)."""
+    hidden_size: int
+    dense_weight_bytes: int
+    """Weights this GPU reads every step whatever the batch: attention, dense FFNs, shared
+    experts, embeddings and head."""
+    expert_bytes_per_expert: int = 0
+    """One routed expert's slice on this GPU, over all its MoE layers (0: a dense model)."""
+    experts: int = 0
+    experts_per_token: int = 0
+    flops_per_token: float
+    """2 x active parameters / tensor_parallel (this GPU's share)."""
+    attention_flops_per_context_token: float
+    """4 x heads x head_dim x attention layers / tensor_parallel: FLOPs one new token spends
+    per token of its context."""
+    kv_bytes_per_token: float
+    """KV bytes per token of context on this GPU (the pool's bytes / the pool's tokens)."""
+    peak_flops_per_s: float
+    """Dense tensor-core peak in the format the GEMMs run in."""
+    hbm_bytes_per_s: float
+    link_bytes_per_s: float = 0.0
+    """GPU-to-GPU bandwidth per direction (NVLink, else the host's PCIe); 0 with no split."""
+    activation_bytes: int = 2
+    """Bytes per activation value the all-reduce moves (BF16)."""
+
+
+class StepTime(msgspec.Struct, frozen=True, kw_only=True):
+    compute_s: float
+    memory_s: float
+    interconnect_s: float
+    overhead_s: float
+    total_s: float
+    bound: StepBound
+    bytes_read: float
+    flops: float
+
+
+def experts_touched(experts: int, per_token: int, tokens: float) -> float:
+    """Expected distinct experts ``tokens`` tokens route to, each picking ``per_token`` of
+    ``experts`` uniformly: E x (1 - (1 - k/E)^T)."""
+    if experts <= 0 or tokens <= 0:
+        return 0.0
+    return float(experts * (1 - (1 - per_token / experts) ** tokens))
+
+
+def step_time(
+    costs: StepCosts,
+    eff: Efficiency,
+    *,
+    prefill_tokens: float,
+    prefill_context: float,
+    decode_sequences: float,
+    decode_context: float,
+) -> StepTime:
+    """``prefill_context``: the mean context a prompt token attends to (about half the prompt);
+    ``decode_context``: the mean context of a decoding sequence."""
+    tokens = prefill_tokens + decode_sequences
+    attention = costs.attention_flops_per_context_token
+    peak = costs.peak_flops_per_s * eff.flops_fraction
+    hbm = costs.hbm_bytes_per_s * eff.bandwidth_fraction
+    linear_flops = tokens * costs.flops_per_token
+    attention_flops = (
+        prefill_tokens * prefill_context * attention + decode_sequences * decode_context * attention
+    )
+    flops = linear_flops + attention_flops
+    touched = experts_touched(costs.experts, costs.experts_per_token, tokens)
+    weights = costs.dense_weight_bytes + touched * costs.expert_bytes_per_expert
+    kv = decode_sequences * decode_context * costs.kv_bytes_per_token
+    bytes_read = weights + kv
+    # Two kernel families run one after the other: the GEMMs (weights, linear FLOPs) and
+    # attention (KV, attention FLOPs); each is bound by the larger of its two times.
+    linear = max(linear_flops / peak, weights / hbm)
+    attend = max(attention_flops / peak, kv / hbm)
+    compute = linear_flops / peak + attention_flops / peak
+    memory = weights / hbm + kv / hbm
+    interconnect = 0.0
+    t = costs.tensor_parallel
+    if t > 1 and tokens > 0:
+        message = tokens * costs.hidden_size * costs.activation_bytes
+        per_allreduce = eff.allreduce_latency_s
+        if costs.link_bytes_per_s > 0:
+            per_allreduce += 2 * (t - 1) / t * message / costs.link_bytes_per_s
+        interconnect = 2 * costs.layers * per_allreduce
+    overhead = eff.step_overhead_s + eff.layer_overhead_s * costs.layers
+    stage = linear + attend + interconnect + overhead
+    total = stage * costs.pipeline_parallel  # a token passes every stage in turn
+    parts: dict[StepBound, float] = {
+        "compute": compute,
+        "hbm-bandwidth": memory,
+        "interconnect": interconnect,
+        "overhead": overhead,
+    }
+    bound = max(parts, key=lambda k: parts[k])
+    return StepTime(
+        compute_s=compute,
+        memory_s=memory,
+        interconnect_s=interconnect,
+        overhead_s=overhead,
+        total_s=total,
+        bound=bound,
+        bytes_read=bytes_read,
+        flops=flops,
+    )
