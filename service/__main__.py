@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     accuracy.add_argument(
         "--readme", metavar="PATH", help="also rewrite the table between the accuracy markers"
     )
+    accuracy.add_argument(
+        "--serving",
+        action="store_true",
+        help="the serving-speed model against the public benchmark runs instead",
+    )
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
@@ -59,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         return cli.run(args)
     if args.command == "slack-ask":
         return ask.run(args)
+    if args.command == "accuracy" and args.serving:
+        from service import serving_accuracy
+
+        print(serving_accuracy.render(serving_accuracy.report()))
+        return 0
     if args.command == "accuracy":
         from pathlib import Path
 

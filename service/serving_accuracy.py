@@ -1,0 +1,297 @@
+"""How close the serving-speed model comes to public benchmark runs
+(``python -m service accuracy --serving``).
+
+Every run in tests/data/serving/ is one ``vllm bench serve`` result block with its serve command,
+GPU and engine; each is marked calibration or held_out once, by its page (the data's README).
+For each run the model predicts output tokens/s, mean TPOT and mean TTFT; the report prints
+them against the measured ones. The per-step overheads in service/sizing/serving/efficiency.py
+come from the calibration half only (bench/serving_calibration.py); the bar is on the held-out
+half: median absolute error <= 15% on output tokens/s and on mean TPOT, and >= 80% of runs
+within 25% on both.
+"""
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from service.sizing.engine import EngineConfig, for_release, predict_vllm
+from service.sizing.errors import SizingError
+from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
+from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.loop import EngineLimits, Workload, benchmark
+from service.sizing.serving.step import StepCosts
+
+RUNS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "serving"
+MEDIAN_BAR = 0.15
+WITHIN = 0.25
+WITHIN_SHARE_BAR = 0.80
+
+MODEL_SLUGS: dict[str, str] = {
+    "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "openai/gpt-oss-20b": "gpt-oss-20b",
+    "Qwen/Qwen3-8B": "qwen3-8b",
+    "Qwen/Qwen3-8B-FP8": "qwen3-8b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "Qwen/Qwen3-32B-FP8": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": "qwen3-next-80b-a3b",
+    "amd/Llama-3.3-70B-Instruct-FP8-KV": "llama-3.1-70b",
+    "amd/Llama-3.3-70B-Instruct-MXFP4-Preview": "llama-3.1-70b",
+    "amd/Llama-3.1-405B-Instruct-FP8-KV": "llama-3.1-405b",
+    "amd/Llama-3.1-405B-Instruct-MXFP4-Preview": "llama-3.1-405b",
+}
+"""Served Hugging Face id -> the catalogue model of the same architecture (an -FP8 repository is
+the same model in another format; Llama 3.3 70B has Llama 3.1 70B's shape)."""
+
+ENGINE_LIMITS: dict[str, tuple[int, int]] = {
+    # SGLang: max_running_requests unset -> bounded by its token pool, chunked_prefill_size
+    # 8192 on 80 GB+ GPUs (sglang server_args.py defaults).
+    "sglang": (4096, 8192),
+    # trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
+    "tensorrt-llm": (2048, 8192),
+}
+"""(max running sequences, tokens per step) of the engines other than vLLM, whose own come from
+the vLLM method's release defaults. The KV pool is the vLLM method's for every engine."""
+
+NON_VLLM_CHECKED_LEN = 4096
+"""SGLang and TensorRT-LLM do not refuse to start when one request of the model's whole context
+would not fit the pool, as vLLM does: the vLLM method checks them at a length a ShareGPT or
+random-1k request fits (4,096 tokens) instead."""
+
+QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4"}
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+    run: str
+    split: str
+    engine: str
+    gpu: str
+    skipped: str | None = None
+    """Why the run is not predicted (a GPU or model the catalogue lacks)."""
+    measured_output_tokens_per_s: float
+    measured_tpot_s: float
+    measured_ttft_s: float
+    predicted_output_tokens_per_s: float | None = None
+    predicted_tpot_s: float | None = None
+    predicted_ttft_s: float | None = None
+    bottleneck: str | None = None
+    running_batch: float | None = None
+
+    def errors(self) -> tuple[float, float, float] | None:
+        if self.predicted_output_tokens_per_s is None:
+            return None
+        assert self.predicted_tpot_s is not None and self.predicted_ttft_s is not None
+        return (
+            self.predicted_output_tokens_per_s / self.measured_output_tokens_per_s - 1,
+            self.predicted_tpot_s / self.measured_tpot_s - 1,
+            self.predicted_ttft_s / self.measured_ttft_s - 1,
+        )
+
+
+class HalfFigures(msgspec.Struct, frozen=True, kw_only=True):
+    runs: int
+    skipped: int
+    median_output_error: float
+    median_tpot_error: float
+    median_ttft_error: float
+    share_within: float
+    """Runs with output tokens/s and mean TPOT both within 25%."""
+    meets_bar: bool
+
+
+def load_runs(directory: Path = RUNS_DIR) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))]
+
+
+def _flag(command: str, *names: str) -> str | None:
+    for name in names:
+        found = re.search(rf"{re.escape(name)}[ =]+([0-9.]+)", command)
+        if found:
+            return found.group(1)
+    return None
+
+
+def workload_of(run: dict[str, Any]) -> Workload:
+    prompts = int(run["successful_requests"])
+    return Workload(
+        input_tokens=run["total_input_tokens"] / prompts,
+        output_tokens=run["total_output_tokens"] / prompts,
+        concurrency=run["max_concurrency"],
+        num_prompts=prompts,
+        output_distribution="fixed" if run["dataset"] == "random" else "exponential",
+    )
+
+
+class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's deployment, priced once: the fitted factors apply after."""
+
+    costs: StepCosts
+    limits: EngineLimits
+    architecture: str
+
+
+def _base(run: dict[str, Any]) -> RunResult:
+    m = run["measured"]
+    return RunResult(
+        run=run["id"],
+        split=run["split"],
+        engine=run["engine"],
+        gpu=run["gpu"]["slug"] or run["gpu"]["name"],
+        measured_output_tokens_per_s=m["output_tokens_per_s"],
+        measured_tpot_s=m["mean_tpot_ms"] / 1000,
+        measured_ttft_s=m["mean_ttft_ms"] / 1000,
+    )
+
+
+def prepare(run: dict[str, Any]) -> Prepared | str:
+    """The run's step costs and engine limits, or why the run cannot be predicted."""
+    from service.cli import local_catalogue  # the shipped catalogue, no database
+
+    if run["gpu"]["slug"] is None:
+        return "GPU not in the catalogue"
+    if run["model"] not in MODEL_SLUGS:
+        return "model not in the catalogue"
+    cat = local_catalogue()
+    gpu = cat.gpu(run["gpu"]["slug"])
+    model = cat.model(MODEL_SLUGS[run["model"]])
+    command = run["serve_command"]
+    mml = _flag(command, "--max-model-len", "--max_seq_len")
+    util = _flag(command, "--gpu-memory-utilization")
+    if mml is None and run["engine"] != "vllm":
+        mml = str(NON_VLLM_CHECKED_LEN)
+    config = EngineConfig(
+        tensor_parallel_size=run["tensor_parallel"],
+        pipeline_parallel_size=run["pipeline_parallel"],
+        max_model_len=int(mml) if mml else None,
+        gpu_total_bytes=gpu.driver_visible_bytes or None,
+        gpu_memory_utilization=float(util) if util else 0.9,
+        kv_cache_dtype="fp8" if run["kv_format"] == "fp8" else "auto",
+        quantization=QUANTIZATION.get(run["weight_format"] or "", "none"),  # type: ignore[arg-type]
+    )
+    if run["engine"] == "vllm":
+        config = for_release(config, (run["engine_version"] or "").lstrip("v") or None)
+    seqs = _flag(command, "--max-num-seqs")
+    tokens = _flag(command, "--max-num-batched-tokens")
+    try:
+        prediction = predict_vllm(model, gpu, config)
+        if not prediction.starts:
+            return f"the vLLM method predicts no KV pool: {prediction.failure}"
+        deployment = Deployment(
+            model=model,
+            gpu=gpu,
+            weight_format=run["weight_format"] or "bf16",
+            tensor_parallel=run["tensor_parallel"],
+            pipeline_parallel=run["pipeline_parallel"],
+            max_num_seqs=int(seqs) if seqs else None,
+            max_num_batched_tokens=int(tokens) if tokens else None,
+        )
+        costs = step_costs(deployment, prediction)
+        limits = engine_limits(deployment, prediction)
+    except SizingError as exc:
+        return f"{exc.field}: {exc.message}"
+    if run["engine"] in ENGINE_LIMITS:
+        engine_seqs, engine_tokens = ENGINE_LIMITS[run["engine"]]
+        limits = EngineLimits(
+            max_num_seqs=engine_seqs,
+            max_num_batched_tokens=engine_tokens,
+            kv_pool_tokens=limits.kv_pool_tokens,
+        )
+    return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
+
+
+def predict_run(
+    run: dict[str, Any], prepared: Prepared | str | None = None, **factors: float
+) -> RunResult:
+    """``prepared``: ``prepare(run)`` done before; ``factors``: replace the fitted constants
+    (``efficiency_for``'s keyword arguments; the calibration script's search)."""
+    base = _base(run)
+    ready = prepare(run) if prepared is None else prepared
+    if isinstance(ready, str):
+        return msgspec.structs.replace(base, skipped=ready)
+    engine: Engine = run["engine"]
+    try:
+        eff = efficiency_for(ready.architecture, engine, **factors)
+        out = benchmark(ready.costs, eff, ready.limits, workload_of(run))
+    except SizingError as exc:
+        return msgspec.structs.replace(base, skipped=f"{exc.field}: {exc.message}")
+    return msgspec.structs.replace(
+        base,
+        predicted_output_tokens_per_s=out.output_tokens_per_s,
+        predicted_tpot_s=out.tpot_s,
+        predicted_ttft_s=out.ttft_s,
+        bottleneck=out.bottleneck,
+        running_batch=out.running_batch,
+    )
+
+
+def figures(results: list[RunResult]) -> HalfFigures:
+    errs = [e for r in results if (e := r.errors()) is not None]
+    if not errs:
+        return HalfFigures(
+            runs=0,
+            skipped=len(results),
+            median_output_error=0,
+            median_tpot_error=0,
+            median_ttft_error=0,
+            share_within=0,
+            meets_bar=False,
+        )
+    out = statistics.median(abs(e[0]) for e in errs)
+    tpot = statistics.median(abs(e[1]) for e in errs)
+    ttft = statistics.median(abs(e[2]) for e in errs)
+    within = sum(1 for e in errs if abs(e[0]) <= WITHIN and abs(e[1]) <= WITHIN) / len(errs)
+    return HalfFigures(
+        runs=len(errs),
+        skipped=len(results) - len(errs),
+        median_output_error=out,
+        median_tpot_error=tpot,
+        median_ttft_error=ttft,
+        share_within=within,
+        meets_bar=out <= MEDIAN_BAR and tpot <= MEDIAN_BAR and within >= WITHIN_SHARE_BAR,
+    )
+
+
+def report(directory: Path = RUNS_DIR) -> list[RunResult]:
+    return [predict_run(run) for run in load_runs(directory)]
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.0f}%"
+
+
+def render(results: list[RunResult]) -> str:
+    head = (
+        f"{'run':<72} {'split':<11} {'out tok/s pred/meas':>22} {'err':>6} "
+        f"{'TPOT ms pred/meas':>20} {'err':>6} {'TTFT s pred/meas':>20} {'err':>6}  bound"
+    )
+    lines = [head, "-" * len(head)]
+    for r in sorted(results, key=lambda r: (r.split, r.run)):
+        e = r.errors()
+        if e is None:
+            lines.append(f"{r.run:<72} {r.split:<11} skipped: {r.skipped}")
+            continue
+        assert r.predicted_output_tokens_per_s is not None
+        assert r.predicted_tpot_s is not None and r.predicted_ttft_s is not None
+        lines.append(
+            f"{r.run:<72} {r.split:<11} "
+            f"{r.predicted_output_tokens_per_s:>10.0f}/{r.measured_output_tokens_per_s:<11.0f} "
+            f"{_pct(e[0]):>6} "
+            f"{r.predicted_tpot_s * 1000:>9.1f}/{r.measured_tpot_s * 1000:<10.1f} {_pct(e[1]):>6} "
+            f"{r.predicted_ttft_s:>9.2f}/{r.measured_ttft_s:<10.2f} {_pct(e[2]):>6}  "
+            f"{r.bottleneck} (batch {r.running_batch:.0f})"
+        )
+    for split in ("calibration", "held_out"):
+        f = figures([r for r in results if r.split == split])
+        bar = "" if split == "calibration" else f"; bar: {'met' if f.meets_bar else 'NOT met'}"
+        lines.append(
+            f"{split}: {f.runs} runs ({f.skipped} skipped): median |error| output tok/s "
+            f"{f.median_output_error:.0%}, mean TPOT {f.median_tpot_error:.0%}, mean TTFT "
+            f"{f.median_ttft_error:.0%}; both within 25%: {f.share_within:.0%}{bar}"
+        )
+    return "\n".join(lines)
