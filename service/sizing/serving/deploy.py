@@ -12,7 +12,15 @@ from service.sizing.engine import EnginePrediction
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.serving.loop import EngineLimits
+from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.loop import (
+    EngineLimits,
+    ServingPrediction,
+    Workload,
+    benchmark,
+    closed_loop,
+    open_loop,
+)
 from service.sizing.serving.step import StepCosts
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
@@ -91,3 +99,19 @@ def engine_limits(d: Deployment, p: EnginePrediction) -> EngineLimits:
         max_num_batched_tokens=d.max_num_batched_tokens or p.defaults.max_num_batched_tokens,
         kv_pool_tokens=p.kv_cache_tokens,
     )
+
+
+def predict_serving(
+    d: Deployment, p: EnginePrediction, engine: Engine, w: Workload
+) -> ServingPrediction:
+    """The serving figures of deployment ``d`` (``p``: the vLLM method's prediction for it) under
+    workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
+    a number of prompts, else the closed loop's steady state."""
+    require(p.starts, "deployment", p.failure or "the engine does not start")
+    costs, limits = step_costs(d, p), engine_limits(d, p)
+    eff = efficiency_for(d.gpu.architecture, engine)
+    if w.request_rate_per_s is not None:
+        return open_loop(costs, eff, limits, w)
+    if w.num_prompts is not None:
+        return benchmark(costs, eff, limits, w)
+    return closed_loop(costs, eff, limits, w)

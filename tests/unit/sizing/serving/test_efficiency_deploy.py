@@ -1,12 +1,16 @@
 """The factors' generation comes from the catalogue's architecture field; the GEMMs' peak from
 the checkpoint's format and the GPU's tensor cores."""
 
+import msgspec
 import pytest
 
 from service.cli import local_catalogue
+from service.sizing.engine import EngineConfig, predict_vllm
 from service.sizing.errors import SizingError
-from service.sizing.serving.deploy import peak_flops_per_s
+from service.sizing.hardware import GpuSpec
+from service.sizing.serving.deploy import Deployment, peak_flops_per_s, predict_serving
 from service.sizing.serving.efficiency import generation_of
+from service.sizing.serving.loop import ServingPrediction, Workload
 
 
 def test_the_generation_is_the_first_words_of_the_architecture() -> None:
@@ -28,3 +32,27 @@ def test_fp8_checkpoints_run_at_the_fp8_peak_where_the_gpu_has_fp8_tensor_cores(
     # MXFP4 dequantises to BF16 on Hopper; Blackwell (FP4 tensor cores) runs it at FP8's peak.
     assert peak_flops_per_s(h100, "mxfp4") == 989e12
     assert peak_flops_per_s(b200, "mxfp4") == 4500e12
+
+
+def _tp2(gpu: GpuSpec) -> ServingPrediction:
+    model = local_catalogue().model("qwen3-32b")
+    config = EngineConfig(tensor_parallel_size=2, max_model_len=8192)
+    d = Deployment(model=model, gpu=gpu, weight_format="bf16", tensor_parallel=2)
+    w = Workload(input_tokens=4096, output_tokens=256, concurrency=64)
+    return predict_serving(d, predict_vllm(model, gpu, config), "vllm", w)
+
+
+def test_a_split_over_pcie_serves_slower_than_the_same_split_over_nvlink() -> None:
+    # The same H100 SXM pair with its NVLink removed: its all-reduces fall back to the host's
+    # PCIe 5.0 x16 (64e9 B/s per direction against NVLink 4's 450e9), so each step is longer.
+    h100 = local_catalogue().gpu("h100-sxm")
+    nvlink, pcie = _tp2(h100), _tp2(msgspec.structs.replace(h100, nvlink=None))
+    assert pcie.tpot_s > nvlink.tpot_s
+    assert pcie.output_tokens_per_s < nvlink.output_tokens_per_s
+
+
+def test_per_gpu_figures_are_the_replicas_over_its_gpus() -> None:
+    p = _tp2(local_catalogue().gpu("h100-sxm"))
+    assert p.gpus == 2
+    assert p.output_tokens_per_s_per_gpu == pytest.approx(p.output_tokens_per_s / 2)
+    assert p.total_tokens_per_s_per_gpu == pytest.approx(p.total_tokens_per_s / 2)
