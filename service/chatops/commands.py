@@ -50,7 +50,8 @@ class PlanCommand(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     gpu: str | None = None
     gpu_count: int | None = None
-    weight_format: str = "bf16"
+    weight_format: str | None = None
+    """None: the checkpoint's as published (as POST /plan)."""
     concurrency: int | None = None
     context_tokens: int | None = None
     rank_by: RankBy = "gpus"
