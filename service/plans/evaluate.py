@@ -191,9 +191,9 @@ def checkpoint_warnings(
     return [
         PlanWarning(
             code=WEIGHT_FORMAT_FROM_CHECKPOINT,
-            message=f"No weight_format given: sized as the checkpoint is published, in "
-            f"{weights.slug} ({model.checkpoint_bytes:,} B of weights); name weight_format "
-            "(e.g. bf16) to size another.",
+            message=f"No weight_format given: sized in {weights.slug}, the format the "
+            f"checkpoint is published in ({model.checkpoint_bytes:,} B stored); name "
+            "weight_format (e.g. bf16) to size another.",
         )
     ]
 
