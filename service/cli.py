@@ -35,6 +35,7 @@ from service.plans.evaluate import (
     TrainingAnswer,
     answer_plan,
     model_from_config,
+    weight_format_of,
 )
 from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import SizingError, require
@@ -92,9 +93,9 @@ def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
 
 
 class LocalCatalogue:
-    """The rows the migrations ship (0002, 0007's additions, 0007's and 0008's corrections), as the
-    server's catalogue cache holds them: resolved by slug or alias the way the server
-    resolves."""
+    """The rows the migrations ship (0002, 0007's additions, the corrections of 0007, 0008 and
+    0010), as the server's catalogue cache holds them: resolved by slug or alias the way the
+    server resolves."""
 
     def __init__(self) -> None:
         self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})
@@ -138,7 +139,8 @@ def local_plan(request: PlanRequest) -> PlanAnswer | TrainingAnswer:
         assert request.model is not None
         model = cat.model(request.model)
     gpus = [cat.gpu(request.gpu)] if request.gpu is not None else cat.all_gpus()
-    weights, kv = cat.formats_for(request.weight_format, request.kv_format)
+    weight_slug = weight_format_of(request.weight_format, model.checkpoint_format)
+    weights, kv = cat.formats_for(weight_slug, request.kv_format)
     return answer_plan(request, model, gpus, weights, kv, cat.prices())
 
 
@@ -354,7 +356,9 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     plan.add_argument("model", nargs="?", help="catalogue slug, e.g. llama-3.1-70b")
     plan.add_argument("--config", help="a Hugging Face config.json to plan instead of a slug")
     plan.add_argument("--gpu", help="GPU slug or alias (default: rank every GPU)")
-    plan.add_argument("--format", default="bf16", help="weight format (default bf16)")
+    plan.add_argument(
+        "--format", help="weight format (default: the checkpoint's as published, else bf16)"
+    )
     plan.add_argument("--kv-format", help="default: 16-bit beside 16-bit weights, else fp8")
     plan.add_argument("--splits", help="GPU counts to try, e.g. 1,2,4,8")
     plan.add_argument("--rank-by", choices=["gpus", "hourly_cost", "purchase_cost"])
@@ -393,7 +397,7 @@ def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]
 def _request(args: argparse.Namespace) -> msgspec.Struct:
     """The request body the server would get, checked by the same Structs (bounds included)."""
     if args.command == "plan":
-        fields: dict[str, Any] = {"weight_format": args.format}
+        fields: dict[str, Any] = {"weight_format": args.format} if args.format else {}
         if args.config:
             if args.model:
                 raise SizingError("model", "give a catalogue model or --config, not both")

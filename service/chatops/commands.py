@@ -26,7 +26,7 @@ USAGE = "\n".join(
         "e.g. `offload llama-3.1-70b on 1 h100`",
         "`gpus`, `models`: the catalogue; `help`: this text",
         "USERSxCONTEXT: conversations x tokens each, `40x8192` or `40x8k` (k = 1024). "
-        "Defaults: bf16, 8x8192.",
+        "Defaults: the checkpoint's format (bf16 for offload), 8x8192.",
     ]
 )
 
@@ -50,7 +50,8 @@ class PlanCommand(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     gpu: str | None = None
     gpu_count: int | None = None
-    weight_format: str = "bf16"
+    weight_format: str | None = None
+    """None: the checkpoint's as published (as POST /plan)."""
     concurrency: int | None = None
     context_tokens: int | None = None
     rank_by: RankBy = "gpus"

@@ -34,7 +34,9 @@ async def _names(session: AsyncSession) -> dict[str, str]:
 
 
 async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
-    body: dict[str, object] = {"model": c.model, "weight_format": c.weight_format}
+    body: dict[str, object] = {"model": c.model}
+    if c.weight_format is not None:
+        body["weight_format"] = c.weight_format
     if c.gpu is not None:
         body["gpu"] = c.gpu
     if c.gpu_count is not None:

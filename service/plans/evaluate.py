@@ -21,7 +21,7 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
-from service.sizing.advice import PlanWarning
+from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
 from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
@@ -50,7 +50,10 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     quantised checkpoint, its stored size are derived from it (service.catalogue.hf_config)."""
     gpu: SlugRef | None = None
     workload: WorkloadKind = "inference"
-    weight_format: SlugRef = "bf16"
+    weight_format: SlugRef | None = None
+    """The weights' number format. Omitted: the checkpoint's own as published (a catalogue or
+    imported model's ``checkpoint_format``: fp8 for DeepSeek-V3, mxfp4 for gpt-oss; the answer
+    warns ``weight_format_from_checkpoint``), else bf16."""
     kv_format: SlugRef | None = None
     concurrency: Users = 8
     context_tokens: ContextTokens = 8192
@@ -173,6 +176,28 @@ async def resolve_model(
     return await lookup.model_spec(session, slug)
 
 
+def weight_format_of(requested: str | None, checkpoint_format: str) -> str:
+    """The weight format a request sizes: the one it names, else the model's checkpoint as
+    published (its ``checkpoint_format``), else bf16."""
+    return requested or checkpoint_format or "bf16"
+
+
+def checkpoint_warnings(
+    requested: str | None, model: ModelSpec, weights: NumberFormat
+) -> list[PlanWarning]:
+    """Say so when the weights' format came from the checkpoint rather than the request."""
+    if requested is not None or weights.slug != model.checkpoint_format:
+        return []
+    return [
+        PlanWarning(
+            code=WEIGHT_FORMAT_FROM_CHECKPOINT,
+            message=f"No weight_format given: sized in {weights.slug}, the format the "
+            f"checkpoint is published in ({model.checkpoint_bytes:,} B stored); name "
+            "weight_format (e.g. bf16) to size another.",
+        )
+    ]
+
+
 async def resolve_formats(
     session: AsyncSession, weight_slug: str, kv_slug: str | None
 ) -> tuple[NumberFormat, NumberFormat]:
@@ -268,9 +293,10 @@ def answer_plan(
     if data.workload != "inference":
         require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
+    from_checkpoint = checkpoint_warnings(data.weight_format, model, weights)
     if data.method == "vllm":
         require(data.gpu is not None, "gpu", "the vllm method needs one gpu")
-        return vllm_plan(  # type: ignore[return-value]
+        answer = vllm_plan(
             model,
             gpus[0],
             weights,
@@ -281,17 +307,21 @@ def answer_plan(
             utilisation=data.gpu_memory_utilization,
             splits=workload.splits,
         )
+        return msgspec.structs.replace(  # type: ignore[return-value]
+            answer, warnings=from_checkpoint
+        )
     if data.gpu is not None:
         best = plan(model, gpus[0], weights, kv, workload)
-        return PlanAnswer(
-            **msgspec.structs.asdict(best), cost=plan_cost(best, prices), rank_by=data.rank_by
-        )
+        found = msgspec.structs.asdict(best)
+        found["warnings"] = [*from_checkpoint, *best.warnings]
+        return PlanAnswer(**found, cost=plan_cost(best, prices), rank_by=data.rank_by)
     plans = rank_gpus(model, gpus, weights, kv, workload)
     require(bool(plans), "splits", "no GPU in the catalogue can split this model that way")
     costs = [plan_cost(p, prices) for p in plans]
     order, unpriced = rank_plans(plans, costs, data.rank_by)
     options = [PlanOption(**msgspec.structs.asdict(plans[i]), cost=costs[i]) for i in order]
     top = msgspec.structs.asdict(options[0])
+    top["warnings"] = [*from_checkpoint, *top["warnings"]]
     if unpriced:
         kind = "an hourly" if data.rank_by == "hourly_cost" else "a purchase"
         top["warnings"] = [
@@ -310,6 +340,7 @@ async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer
     """Look the request's names up in the catalogue and run the sizing core on them."""
     model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpus = await resolve_gpus(session, data.gpu)
-    weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
+    weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
+    weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
     prices = await gpu_prices(session) if data.workload == "inference" else {}
     return answer_plan(data, model, gpus, weights, kv, prices)

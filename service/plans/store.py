@@ -63,7 +63,10 @@ def summary(row: PlanRow) -> PlanSummary:
         workload=row.workload,
         model=row.model_slug,
         gpu=row.gpu_slug,
-        weight_format=str(row.request.get("weight_format", "")),
+        # Omitted in the request: the checkpoint's, as the answer names it (training: none).
+        weight_format=str(
+            row.request.get("weight_format") or answer.get("weight_format") or "bf16"
+        ),
         fits=answer["fits"],
         fit_status=answer["status"],
         gpu_count=answer["gpu_count"],

@@ -63,7 +63,9 @@ async def test_a_saved_plan_keeps_request_answer_and_the_rows_used(
     assert answer["budget_bytes"] == 272 * GB  # 4 x (80 GB x 0.9 - 4 GB)
     assert answer["spare_bytes"] == 272 * GB - SIX_STEP_NEEDED_BYTES == 23_518_404_608
     assert (answer["fits"], answer["status"]) == (True, "tight")  # 8.6% spare: under 10%
-    assert plan["request"]["gpu"] == "h100" and plan["request"]["weight_format"] == "bf16"
+    # The request as sent: no weight_format, so the checkpoint's (Llama ships in BF16).
+    assert plan["request"]["gpu"] == "h100" and plan["request"]["weight_format"] is None
+    assert answer["weight_format"] == "bf16"
     rows = plan["catalogue"]
     assert rows["model"]["slug"] == "llama-3.1-70b"
     assert rows["model"]["total_params"] == 70_553_706_496

@@ -193,6 +193,7 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
         [*CLI_PLAN, "--context", "8192"],
         ["plan", "llama-3.1-70b", "--users", "40"],
         ["plan", "deepseek-v3", "--format", "fp8", "--gpu", "h200", "--context", "32768"],
+        ["plan", "gpt-oss-120b", "--gpu", "h100"],  # no --format: the MXFP4 checkpoint
         ["matrix", "llama-3.1-70b", "mixtral-8x7b", "--format", "bf16", "--format", "int4"],
         ["offload", "llama-3.1-70b", "--gpu", "h100", "--count", "2", "--batch", "4"],
         ["plan", "llama-3.1-8b", "--gpu", "h100", "--method", "vllm", "--vllm-version", "0.19.0"],
