@@ -54,7 +54,8 @@ def routed_expert_params(model: ModelSpec) -> int:
     """All routed experts' parameters: MoE layers x E x 3 x hidden x expert width (gate, up,
     down; the catalogue's ``intermediate_size`` is one expert's width). Where that is unknown
     or does not fit the parameter counts, the gap total - active taken as the E - k unused
-    experts: (total - active) x E / (E - k)."""
+    experts: (total - active) x E / (E - k), at most active x E / k (so that the weights every
+    token reads, active - routed x k / E, are never negative)."""
     if not model.is_moe:
         return 0
     e, k = model.experts, model.experts_per_token
@@ -65,7 +66,8 @@ def routed_expert_params(model: ModelSpec) -> int:
         return counted
     if e == k:
         return 0
-    return min(model.total_params, (model.total_params - active) * e // (e - k))
+    gap = (model.total_params - active) * e // (e - k)
+    return min(model.total_params, gap, active * e // k)
 
 
 def read_params(model: ModelSpec, batch_size: int) -> int:

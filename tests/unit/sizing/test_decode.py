@@ -1,5 +1,6 @@
 """What a decode step reads (service/sizing/decode.py): one rule for /plan and /offload."""
 
+import msgspec
 import pytest
 
 from service.sizing.decode import decode_step, distinct_experts, read_params, routed_expert_params
@@ -43,6 +44,17 @@ def test_mixtral_reads_its_active_parameters_at_batch_1_and_nearly_all_at_16() -
     assert routed_expert_params(MIXTRAL_8X7B) == ROUTED
     assert read_params(MIXTRAL_8X7B, 1) == 12_748_853_248
     assert read_params(MIXTRAL_8X7B, 16) == READ_16 == 46_119_730_134
+
+
+def test_without_an_expert_width_the_unused_experts_are_the_gap_total_minus_active() -> None:
+    # (46,702,792,704 - 12,748,853,248) x 8 / 6 = 45,271,919,274 (rounded down): the input
+    # embedding the catalogue's active count leaves out is taken for expert weights.
+    unknown = msgspec.structs.replace(MIXTRAL_8X7B, intermediate_size=0)
+    assert routed_expert_params(unknown) == 45_271_919_274
+    # An active count too small for top-2 of 8 caps the experts at active x 8 / 2: 4,000.
+    tiny = msgspec.structs.replace(unknown, active_params=1_000)
+    assert routed_expert_params(tiny) == 4_000
+    assert read_params(tiny, 2) >= read_params(tiny, 1) == 1_000
 
 
 def test_a_dense_model_reads_every_weight_at_any_batch() -> None:
