@@ -322,8 +322,25 @@ def render_offload(o: Offload) -> str:
                     f"{to_gib(o.offloaded_bytes):,.2f}",
                     f"{o.link_s_per_step * 1000:,.1f}",
                 ],
+                [
+                    "crossing per step",
+                    f"{o.link_bytes_per_step:,}",
+                    f"{to_gb(o.link_bytes_per_step):,.2f}",
+                    f"{to_gib(o.link_bytes_per_step):,.2f}",
+                    "",
+                ],
+                [
+                    "KV read (HBM)",
+                    f"{o.kv_read_bytes:,}",
+                    f"{to_gb(o.kv_read_bytes):,.2f}",
+                    f"{to_gib(o.kv_read_bytes):,.2f}",
+                    f"{o.kv_s_per_step * 1000:,.1f}",
+                ],
             ],
         ),
+        "",
+        f"mechanism {o.mechanism}: {o.mechanism_note}",
+        *[f"warning {w.code}: {w.message}" for w in o.warnings],
     ]
     if alt.gpu_count is not None and alt.tokens_per_s is not None:
         lines += [
@@ -381,6 +398,12 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     off.add_argument("--format", default="bf16")
     off.add_argument("--resident-bytes", type=int, help="weights kept in GPU memory")
     off.add_argument("--batch", type=int, default=1, help="conversations per step (default 1)")
+    off.add_argument(
+        "--mechanism",
+        choices=("uva", "copy"),
+        default="uva",
+        help="uva: kernels read offloaded weights in place (vLLM V1); copy: layers copied in",
+    )
     _common(off)
 
 
@@ -432,6 +455,7 @@ def _request(args: argparse.Namespace) -> msgspec.Struct:
         "gpu_count": args.count,
         "weight_format": args.format,
         "batch_size": args.batch,
+        "mechanism": args.mechanism,
     }
     if args.resident_bytes is not None:
         fields["resident_bytes"] = args.resident_bytes

@@ -22,7 +22,7 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import CapacityBasis, GpuSpec, LinkSpec
 from service.sizing.matrix import build_matrix
 from service.sizing.models import ModelSpec
-from service.sizing.offload import Offload, offload
+from service.sizing.offload import Offload, OffloadMechanism, offload
 from service.sizing.plan import DEFAULT_SPLITS, Workload
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
@@ -61,6 +61,10 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu_memory_utilization: Utilisation = 0.9
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
     capacity_basis: CapacityBasis = "marketed"
+    mechanism: OffloadMechanism = "uva"
+    """How the engine reaches offloaded weights: ``uva`` (vLLM V1 from 0.8.4: kernels read them
+    in place, only the bytes a step touches cross) or ``copy`` (vLLM V0, or UVA disabled: each
+    offloaded layer is copied to the GPU before it runs, every offloaded byte every step)."""
 
 
 def workload_of(request: object, default_splits: tuple[int, ...] = DEFAULT_SPLITS) -> Workload:
@@ -114,4 +118,5 @@ def answer_offload(
         gpu_count=request.gpu_count,
         batch_size=request.batch_size,
         resident_bytes=request.resident_bytes,
+        mechanism=request.mechanism,
     )

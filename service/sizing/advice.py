@@ -14,6 +14,7 @@ class PlanWarning(msgspec.Struct, frozen=True, kw_only=True):
 
 CONTEXT_AT_OR_ABOVE_MAX = "context_at_or_above_max"
 MOE_SIZED_BY_TOTAL = "moe_sized_by_total"
+MOE_OFFLOAD_EXPERTS = "moe_offload_experts"
 UTILISATION_ABOVE_095 = "utilisation_above_0_95"
 SPLIT_OVER_PCIE = "split_over_pcie"
 WEIGHTS_EXCEED_ONE_GPU = "weights_exceed_one_gpu"

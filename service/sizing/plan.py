@@ -15,6 +15,7 @@ import msgspec
 
 from service.sizing import advice
 from service.sizing.advice import PlanWarning
+from service.sizing.decode import UNIFORM_ROUTING
 from service.sizing.errors import NoValidSplit, SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import CapacityBasis, GpuSpec, validate_gpu
@@ -29,7 +30,7 @@ from service.sizing.parallel import (
 )
 from service.sizing.speed import DecodeCeiling, decode_ceiling
 from service.sizing.units import exact, label_bytes
-from service.sizing.weights import active_weight_bytes, model_weight_bytes
+from service.sizing.weights import model_weight_bytes
 
 Status = Literal["fits", "tight", "amber", "does_not_fit"]
 
@@ -194,7 +195,7 @@ def _layout(
     tp, pp = split.tensor_parallel, split.pipeline_parallel
     total_weights = model_weight_bytes(model, weight_format)
     weight_shares = even_shares(total_weights, split.gpu_count)
-    active_share = -(-active_weight_bytes(model, weight_format) // split.gpu_count)
+    mean_share = -(-total_weights // split.gpu_count)
     budget = usable - workload.overhead_bytes_per_gpu
     ctx, users = workload.context_tokens, workload.concurrency
 
@@ -228,7 +229,8 @@ def _layout(
             seq_kv_on_busiest = seq_bytes
     assert busiest is not None
     decode = decode_ceiling(
-        active_weight_bytes_per_gpu=active_share,
+        model,
+        weight_bytes_per_gpu=mean_share,
         kv_bytes_per_sequence_per_gpu=seq_kv_on_busiest,
         concurrency=users,
         hbm_bytes_per_s=gpu.hbm_bytes_per_s,
@@ -277,7 +279,10 @@ def _warnings(
         warn(
             advice.MOE_SIZED_BY_TOTAL,
             f"Mixture of experts: memory is sized by all {model.total_params:,} parameters; "
-            f"each token computes with about {model.resolved_active_params:,}.",
+            f"each token computes with about {model.resolved_active_params:,}. A decode step "
+            f"of {workload.concurrency:,} conversation(s) reads about "
+            f"{layout.decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
+            f"layer ({UNIFORM_ROUTING}).",
         )
     if workload.gpu_memory_utilization > UTILISATION_WARN_ABOVE:
         warn(

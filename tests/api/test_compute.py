@@ -168,19 +168,86 @@ async def test_matrix_csv_has_units_in_its_headers(client: Client) -> None:
 async def test_offload_reproduces_the_seeds_example(client: Client) -> None:
     # 60 GB resident at 3,350 GB/s = 17.9 ms; 141,107,412,992 - 60e9 = 81,107,412,992 B over
     # PCIe 5.0 x16 (64 GB/s per direction) = 1.2673 s; under 1 token/s, about 98% idle.
-    o = await post(
-        client, "/offload", {"model": "llama-3.1-70b", "gpu": "h100-sxm", "resident_bytes": 60 * GB}
-    )
+    # The seed counts the weights alone: a short conversation (128 tokens, 41,943,040 B of KV
+    # a step, 0.0125 ms) keeps the KV read negligible.
+    body = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "resident_bytes": 60 * GB}
+    o = await post(client, "/offload", {**body, "context_tokens": 128})
     assert o["link"] == "pcie-5-x16" and o["link_bytes_per_s"] == 64 * GB
     assert o["offloaded_bytes"] == 81_107_412_992
     assert o["hbm_s_per_step"] == pytest.approx(60e9 / 3350e9)
     assert o["link_s_per_step"] == pytest.approx(81_107_412_992 / 64e9)
     assert o["tokens_per_s"] < 1
     assert int(o["gpu_idle_fraction"] * 100) == 98
-    # Four H100s: 35,276,853,248 B per GPU / 3,350 GB/s = 10.5 ms: about 95 tokens/s.
+    # Four H100s: (35,276,853,248 + 10,485,760) B per GPU / 3,350 GB/s = 10.5 ms: about 95
+    # tokens/s.
     alt = o["fully_resident"]
     assert alt["gpu_count"] == 4 and alt["weights_bytes_per_gpu"] == 35_276_853_248
     assert round(alt["tokens_per_s"]) == 95
+
+
+async def test_plan_and_offload_agree_on_a_mixtral_decode_step_on_4_l40s(client: Client) -> None:
+    # Mixtral 8x7B's catalogue row: 46,702,792,704 parameters, 12,748,853,248 active (top-2 of
+    # 8). BF16 on 4 x L40S holds 23,351,396,352 B of weights a GPU; one token reads its active
+    # share, 2 x 12,748,853,248 / 4 = 6,374,426,624 B, plus one 8,192-token KV slice
+    # (8,192 x 131,072 / 4 = 268,435,456 B): 6,642,862,080 B at 864 GB/s = 7.689 ms, 130.1
+    # tokens/s (reading all 23.35 GB was /offload's 37.0). A batch of 16 touches
+    # 8 x (1 - 0.75^16) = 7.92 experts a layer: 2 x 46,119,730,134 / 4 = 23,059,865,067 B plus
+    # 16 KV slices (4,294,967,296 B) = 27,354,832,363 B (tests/unit/sizing/test_decode.py).
+    common = {
+        "model": "mixtral-8x7b",
+        "gpu": "l40s",
+        "weight_format": "bf16",
+        "kv_format": "bf16",
+        "capacity_basis": "marketed",
+        "context_tokens": 8192,
+    }
+    for batch, step_bytes in ((1, 6_642_862_080), (16, 27_354_832_363)):
+        plan = await post(client, "/plan", {**common, "concurrency": batch, "splits": [4]})
+        assert plan["gpu_count"] == 4
+        assert plan["decode"]["bytes_per_step_per_gpu"] == step_bytes
+        o = await post(client, "/offload", {**common, "gpu_count": 4, "batch_size": batch})
+        assert o["s_per_step"] == pytest.approx(step_bytes / 864e9)
+        assert o["s_per_step"] == pytest.approx(plan["decode"]["s_per_step"])
+        assert o["offloaded_bytes"] == 0 and o["link_bytes_per_step"] == 0
+        assert o["step"]["bytes_per_gpu"] == step_bytes
+        assert o["fully_resident"]["s_per_step"] == pytest.approx(step_bytes / 864e9)
+        assert "moe_offload_experts" in {w["code"] for w in o["warnings"]}
+        if batch == 1:
+            assert (
+                round(o["tokens_per_s"], 1)
+                == round(plan["decode"]["tokens_per_s_per_sequence"], 1)
+                == 130.1
+            )
+
+
+async def test_offload_copy_mechanism_moves_every_offloaded_byte(client: Client) -> None:
+    # Half of Mixtral's BF16 weights (46,702,792,704 B) offloaded from 2 x L40S: UVA moves the
+    # active share, 12,748,853,248 B a step; copying the layers moves all 46,702,792,704.
+    body = {"model": "mixtral-8x7b", "gpu": "l40s", "gpu_count": 2, "weight_format": "bf16"}
+    body["resident_bytes"] = 46_702_792_704
+    uva = await post(client, "/offload", body)
+    assert uva["mechanism"] == "uva" and uva["link_bytes_per_step"] == 12_748_853_248
+    copy = await post(client, "/offload", {**body, "mechanism": "copy"})
+    assert copy["mechanism"] == "copy" and copy["link_bytes_per_step"] == 46_702_792_704
+    response = await client.post("/offload", json={**body, "mechanism": "dma"})
+    assert response.status_code == 400 and "mechanism" in response.text
+
+
+async def test_markdown_offload_names_the_mechanism_and_the_bytes_that_cross(
+    client: Client,
+) -> None:
+    # The UVA case above: 12,748,853,248 B (12.7 GB, 11.9 GiB) of 46.7 GB offloaded cross.
+    body = {"model": "mixtral-8x7b", "gpu": "l40s", "gpu_count": 2, "weight_format": "bf16"}
+    response = await client.post(
+        "/offload",
+        json={**body, "resident_bytes": 46_702_792_704},
+        headers={"Accept": "text/markdown"},
+    )
+    assert response.status_code == 200
+    text = response.text
+    assert "Mechanism `uva`" in text and "pinned CPU memory" in text
+    assert "12.7 GB (11.9 GiB) of offloaded weights cross the link" in text
+    assert "`moe_offload_experts`" in text and "2.00 of 8 experts" in text
 
 
 async def test_offload_over_a_named_link(client: Client) -> None:

@@ -194,3 +194,19 @@ QWEN3_NEXT_80B = ModelSpec(
     linear_conv_kernel=4,
     rotary_dim=64,
 )
+# Mixtral 8x7B, the catalogue's row (service/catalogue/data/models.json): 32 layers of 8 experts
+# of width 14,336, 2 a token; active_params excludes the input embedding.
+MIXTRAL_8X7B = ModelSpec(
+    slug="mixtral-8x7b",
+    total_params=46_702_792_704,
+    active_params=12_748_853_248,
+    layers=32,
+    hidden_size=4096,
+    intermediate_size=14336,
+    attention_heads=32,
+    kv_heads=8,
+    vocab_size=32000,
+    max_context_tokens=32768,
+    experts=8,
+    experts_per_token=2,
+)
