@@ -248,7 +248,8 @@ _DESCRIPTIONS = {
     422: "The input parses but is not consistent; errors name the fields.",
     429: "Rate limit for this API key (or client address) reached; Retry-After says when.",
     500: "Internal error (logged).",
-    503: "The database does not answer (Retry-After says when to retry), or is not migrated.",
+    503: "The database does not answer, or not within the request's deadline (Retry-After says "
+    "when to retry), or is not migrated.",
 }
 
 
