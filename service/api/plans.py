@@ -173,7 +173,15 @@ def _mismatch(request: AnyRequest, exc: IdempotencyMismatch) -> Response[Any]:
 
 
 def _bad_cursor(request: AnyRequest, exc: InvalidCursor) -> Response[Any]:
-    return problem_response(request, 400, exc.message, errors=[FieldError(exc.field, exc.message)])
+    # 422, not 400: the spec can only say "url-safe base64, at most 200 characters", so a
+    # cursor that matches it parses (the contract test holds a schema-valid value to that).
+    return problem_response(
+        request,
+        422,
+        exc.message,
+        type_="urn:gpu-planner:invalid-input",
+        errors=[FieldError(exc.field, exc.message)],
+    )
 
 
 def _utc(field: str, moment: datetime.datetime | None) -> datetime.datetime | None:

@@ -210,7 +210,7 @@ _CursorId = Annotated[int, msgspec.Meta(ge=1, le=MAX_ROW_ID)]
 
 
 class InvalidCursor(ValueError):
-    """A ``cursor`` this service did not hand out (400 naming it)."""
+    """A ``cursor`` this service did not hand out (422 naming it)."""
 
     field = "cursor"
 
