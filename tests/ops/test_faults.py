@@ -105,6 +105,12 @@ async def test_database_outage_503s_writes_keeps_computing_and_recovers_without_
         assert problem["type"] == "urn:gpu-planner:database-unavailable"
         assert problem["request_id"] == write.headers["x-request-id"]
         assert (await client.get("/plans", headers=planner)).status_code == 503
+        for path in ("/gpus", "/models", "/formats", "/interconnects"):
+            listed = await client.get(path)  # a lost connection, not a conflict: retry later
+            assert (listed.status_code, listed.headers.get("retry-after")) == (
+                503,
+                str(RETRY_AFTER),
+            ), listed.text
 
         # The computations answer from the catalogue loaded before the outage, unchanged.
         for _ in range(3):  # across several refresh intervals: the failed checks keep it
