@@ -20,10 +20,11 @@ from service.api.health import health_handlers
 from service.api.openapi import forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
+from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
 from service.chatops.replay import ReplayGuard
-from service.db import create_engine
+from service.db import create_engine, settle_abandoned
 from service.observability import (
     Metrics,
     RateLimiter,
@@ -51,12 +52,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         engine,
         settings.catalogue_refresh_s,
         on_error=lambda _exc: metrics.database_error("catalogue"),
+        timeout_s=settings.db_request_deadline_s,
     )
     db_config = SQLAlchemyAsyncConfig(
         engine_instance=engine,
         session_config=AsyncSessionConfig(expire_on_commit=False),
-        before_send_handler="autocommit",  # commit on 2xx, roll back on anything else
         create_all=False,  # the schema arrives by migration only
+        # No "autocommit": RequestTransaction below commits, and answers for a failed commit.
         set_default_exception_handler=False,  # keep problem details for every error
     )
     app = Litestar(
@@ -83,7 +85,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             }
         ),
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
-        on_shutdown=[cache.close],
+        on_shutdown=[cache.close, settle_abandoned],
         openapi_config=OpenAPIConfig(
             title="GPU capacity planner",
             version=VERSION,
@@ -109,9 +111,15 @@ def create_app(settings: Settings | None = None) -> Litestar:
         if settings.rate_limit_per_minute > 0
         else None
     )
-    app.asgi_handler = RequestMiddleware(
-        app.asgi_handler, metrics=metrics, cache=cache, limiter=limiter
+    # Inside it: the request's transaction (commit on 2xx, roll back otherwise) and deadline.
+    transaction = RequestTransaction(
+        app.asgi_handler,
+        deadline_s=settings.db_request_deadline_s,
+        retry_after_s=settings.retry_after_s,
+        session_key=db_config.session_scope_key,
+        on_database_error=lambda: metrics.database_error("request"),
     )
+    app.asgi_handler = RequestMiddleware(transaction, metrics=metrics, cache=cache, limiter=limiter)
     return app
 
 

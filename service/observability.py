@@ -297,7 +297,7 @@ class RequestMiddleware:
         self.metrics.latency.labels(*labels).observe(elapsed)
         if 200 <= status < 300:
             if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):
-                self.cache.expire()  # committed (autocommit runs before the answer starts)
+                self.cache.expire()  # committed (the commit runs before the answer starts)
             if body:
                 self._count_plans(route, status, body)
         principal = scope.get("state", {}).get("principal")

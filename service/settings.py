@@ -27,6 +27,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     db_connect_timeout_s: float = 5.0
     db_statement_timeout_s: float = 10.0
     db_pool_timeout_s: float = 5.0
+    db_request_deadline_s: float = 15.0
+    """Every request answers within this (503 + Retry-After, its transaction rolled back) even
+    when the database stops answering mid-call (a partition sends no error); 0 disables."""
+    db_readiness_timeout_s: float = 2.0
+    """/readyz answers 503 when the database takes longer than this to answer its probe."""
     retry_after_s: int = 5
     """Retry-After on a 503 answered because the database does not answer."""
     rate_limit_per_minute: int = 600

@@ -36,7 +36,7 @@ from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
 from service.catalogue.hf_config import ImportDetails, ImportedModel, import_config
-from service.catalogue.lookup import KIND, closest, resolve
+from service.catalogue.lookup import KIND, closest, resolve, same_text_ignoring_case
 from service.catalogue.repositories import REPOSITORIES
 from service.catalogue.tables import SLUG_LENGTH, Format, Gpu, Interconnect, Model
 from service.sizing.errors import SizingError, require
@@ -234,7 +234,7 @@ class GpuController(Controller):
     ) -> GpuPage:
         where: list[ColumnElement[bool]] = []
         if vendor is not None:
-            where.append(Gpu.vendor.ilike(vendor))
+            where.append(same_text_ignoring_case(Gpu.vendor, vendor))
         if fp8 is not None:
             where.append(Gpu.fp8.is_(fp8))
         if fp4 is not None:

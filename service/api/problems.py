@@ -23,8 +23,8 @@ from advanced_alchemy.exceptions import RepositoryError
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import IntegrityError as SQLAlchemyIntegrityError
-from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from service.catalogue.errors import NotFound
@@ -144,16 +144,53 @@ def conflict_handler(request: Request[Any, Any, Any], exc: Conflict) -> Response
 
 def integrity_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     # The checks in the controllers name the field; this catches what slips past them (a race
-    # between two writers): the unique and foreign-key constraints still hold.
-    return problem_response(
-        request,
-        409,
-        "the write conflicts with existing rows (duplicate slug or a row still in use)",
-        type_="urn:gpu-planner:conflict",
-    )
+    # between two writers): the unique and foreign-key constraints still hold. advanced-alchemy
+    # raises its IntegrityError for every driver error of a statement (a lost connection, a
+    # timeout, a bad LIKE pattern): only a real constraint violation is a 409.
+    if _caused_by(exc, SQLAlchemyIntegrityError):
+        return problem_response(
+            request,
+            409,
+            "the write conflicts with existing rows (duplicate slug or a row still in use)",
+            type_="urn:gpu-planner:conflict",
+        )
+    return repository_error_handler(request, exc)
 
 
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeoutError, OSError)
+"""The database is unreachable or too slow: connect, statement and pool timeouts, a lost
+connection, the request's deadline (TimeoutError is an OSError)."""
+
+
+def _caused_by(
+    exc: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]
+) -> bool:
+    """``exc`` or an exception it was raised from is one of ``kinds``."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, kinds):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """A driver error that says "the database does not answer" (retry later), not "this
+    statement is wrong"; an integrity violation never is."""
+    if _caused_by(exc, SQLAlchemyIntegrityError):
+        return False
+    if _caused_by(exc, DATABASE_UNAVAILABLE):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(10):  # any other driver error that cost the connection
+        if seen is None:
+            return False
+        if isinstance(seen, DBAPIError) and seen.connection_invalidated:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def database_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
@@ -175,7 +212,7 @@ def database_error_handler(request: Request[Any, Any, Any], exc: Exception) -> R
 
 def repository_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """advanced-alchemy wraps driver errors in RepositoryError: unwrap the unavailable ones."""
-    if isinstance(exc.__cause__, DATABASE_UNAVAILABLE):
+    if database_unavailable(exc):
         return database_error_handler(request, exc)
     return internal_error_handler(request, exc)
 
@@ -195,6 +232,8 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     OperationalError: database_error_handler,
     InterfaceError: database_error_handler,
     PoolTimeoutError: database_error_handler,
+    TimeoutError: database_error_handler,
+    DBAPIError: repository_error_handler,
     RepositoryError: repository_error_handler,
     Exception: internal_error_handler,
 }
@@ -209,7 +248,8 @@ _DESCRIPTIONS = {
     422: "The input parses but is not consistent; errors name the fields.",
     429: "Rate limit for this API key (or client address) reached; Retry-After says when.",
     500: "Internal error (logged).",
-    503: "The database does not answer (Retry-After says when to retry), or is not migrated.",
+    503: "The database does not answer, or not within the request's deadline (Retry-After says "
+    "when to retry), or is not migrated.",
 }
 
 

@@ -133,6 +133,26 @@ async def test_list_filters_and_pages(client: Client) -> None:
     assert moe["total"] == 7  # 6 shipped by 0002, Qwen3-Next by 0007
 
 
+async def test_vendor_filter_is_literal_text_ignoring_case(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # The shipped catalogue: 10 NVIDIA GPUs and 1 AMD one; no vendor holds %, _ or \.
+    nvidia = (await client.get("/gpus", params={"vendor": "nvidia"})).json()
+    assert nvidia["total"] == 10
+    for wildcard in ("%", "_", "nvidi_", "NV%", "\\", "nvidia\\"):
+        page = await client.get("/gpus", params={"vendor": wildcard})
+        assert page.status_code == 200, (wildcard, page.text)
+        assert page.json()["total"] == 0, wildcard  # no vendor is spelt that way
+    odd = await client.post(
+        "/gpus", json=new_gpu("t-vendor", vendor="50%_Co\\"), headers=admin_headers
+    )
+    assert odd.status_code == 201, odd.text
+    found = (await client.get("/gpus", params={"vendor": "50%_co\\"})).json()
+    assert [g["slug"] for g in found["items"]] == ["t-vendor"]
+    assert (await client.get("/gpus", params={"vendor": "50%"})).json()["total"] == 0
+    assert (await client.delete("/gpus/t-vendor", headers=admin_headers)).status_code == 204
+
+
 async def test_bad_query_is_400_naming_the_parameter(client: Client) -> None:
     assert_problem(await client.get("/gpus", params={"limit": 0}), 400, "limit")
 

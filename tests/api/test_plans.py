@@ -4,6 +4,7 @@ On SQLite always and on PostgreSQL when TEST_DATABASE_URL is set (the database_u
 The numbers are the seeds' six-step plan, worked by hand in tests/plans/support.py.
 """
 
+import base64
 import csv
 import io
 import json
@@ -337,6 +338,43 @@ async def test_an_idempotency_key_makes_a_retry_return_the_first_plan(
     # Keys belong to their caller: carol's identical key is a new plan.
     carols = await client.post("/plans", json=body("retried"), headers={**people.carol, **key})
     assert carols.status_code == 201 and carols.json()["id"] != first.json()["id"]
+
+
+def cursor_of(created_at: str, plan_id: int) -> str:
+    """A cursor as the service writes one: unpadded url-safe base64 of [created_at, id]."""
+    raw = json.dumps([created_at, plan_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+async def test_a_cursor_out_of_the_databases_range_is_422_naming_it(
+    client: Client, people: Cast
+) -> None:
+    await create(client, people.alice, body("cursor range"))
+    now = "2026-01-01T00:00:00+00:00"
+    # In range: the largest signed 64-bit id (BIGINT, SQLite INTEGER), year 1 and 9999 in UTC.
+    for good in (cursor_of(now, 2**63 - 1), cursor_of("0001-01-01T00:00:00+00:00", 1)):
+        listed = await client.get("/plans", params={"cursor": good}, headers=people.vic)
+        assert listed.status_code == 200, listed.text
+    late = cursor_of("9999-12-31T23:59:59.999999+00:00", 1)
+    page = await client.get("/plans", params={"cursor": late}, headers=people.vic)
+    assert page.status_code == 200 and "cursor range" in [p["name"] for p in page.json()["items"]]
+    bad = [
+        cursor_of(now, 2**63),  # one past BIGINT
+        cursor_of(now, 2**64),
+        cursor_of(now, 0),  # ids start at 1
+        cursor_of(now, -(2**63) - 1),
+        cursor_of("0001-01-01T00:00:00+14:00", 1),  # 31 Dec of year 0 in UTC: no such datetime
+        cursor_of("9999-12-31T23:00:00-14:00", 1),  # year 10000 in UTC
+        cursor_of("2026-01-01T00:00:00+02:00", 1),  # the service writes UTC only
+        cursor_of("2026-01-01T00:00:00", 1),  # no offset
+    ]
+    for cursor in bad:
+        response = await client.get("/plans", params={"cursor": cursor}, headers=people.vic)
+        # 422 (parses, makes no sense): the spec cannot state a cursor's range, and a value the
+        # spec accepts must not be a 400 (tests/contract holds the API to that).
+        assert response.status_code == 422, (cursor, response.text)
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert [e["field"] for e in response.json()["errors"]] == ["cursor"]
 
 
 async def test_bad_input_is_a_problem_naming_the_field(client: Client, people: Cast) -> None:

@@ -68,7 +68,17 @@ async def test_rate_limit_per_key_answers_429_with_retry_after(database_url: str
 
 def test_timeouts_reach_each_driver() -> None:
     psycopg = timeout_connect_args("postgresql+psycopg://u@h/db", 1.5, 2.5)
-    assert psycopg == {"connect_timeout": 2, "options": "-c statement_timeout=2500"}
+    assert psycopg == {
+        "connect_timeout": 2,  # libpq takes whole seconds, at least 2
+        "options": "-c statement_timeout=2500",  # milliseconds
+        # A silent peer (a partition): keepalive probes after 1.5 s idle, rounded up to 2,
+        # 3 probes 1 s apart; unacknowledged bytes give up after 1.5 s = 1500 ms.
+        "keepalives": 1,
+        "keepalives_idle": 2,
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 1500,
+    }
     asyncpg = timeout_connect_args("postgresql+asyncpg://u@h/db", 3, 4)
     assert asyncpg == {"timeout": 3, "command_timeout": 4}
     assert timeout_connect_args("sqlite+aiosqlite:///x.db", 3, 4) == {"timeout": 4}
