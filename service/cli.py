@@ -226,7 +226,7 @@ def render_plan(answer: PlanAnswer | TrainingAnswer) -> str:
     ]
     out.append(table(["per GPU", "bytes", "GB", "GiB"], rows))
     if p.options:
-        out += ["", f"every GPU, best first (by {p.rank_by}):"]
+        out += ["", f"every GPU, best first (by {p.rank_by}): {p.ranking_rule}"]
         option_rows = [
             [
                 str(i),
@@ -366,6 +366,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", type=int, help="tokens per conversation (default 8192)")
     parser.add_argument("--utilisation", type=float, help="GPU memory fill (default 0.9)")
     parser.add_argument("--overhead-bytes", type=int, help="per GPU (default 4000000000)")
+    parser.add_argument(
+        "--capacity-basis",
+        choices=["driver", "marketed"],
+        help="driver (default): the bytes nvidia-smi shows; marketed: the vendor's GB (the seeds')",
+    )
 
 
 def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -413,6 +418,7 @@ def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]
         "context_tokens": args.context,
         "gpu_memory_utilization": args.utilisation,
         "overhead_bytes_per_gpu": args.overhead_bytes,
+        "capacity_basis": args.capacity_basis,
     }
     return {k: v for k, v in fields.items() if v is not None}
 

@@ -95,11 +95,13 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
     if best.warnings:
         lines += ["", "## Warnings", ""]
         lines += [f"- `{w.code}`: {w.message}" for w in best.warnings]
+    rule: str = getattr(best, "ranking_rule", "")  # PlanAnswer carries one
     if options:
         lines += [
             "",
             "## Every GPU, best first",
             "",
+            *([f"Ranked {rule}.", ""] if rule else []),
             "| GPU | GPUs | status | spare GB | cost |",
             "|---|---:|---|---:|---|",
         ]

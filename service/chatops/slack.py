@@ -117,7 +117,7 @@ def options_message(answer: PlanAnswer, names: Mapping[str, str]) -> SlackMessag
     more = len(fitting) - TOP_OPTIONS
     if more > 0:
         lines.append(f"... and {more} more that fit")
-    notes = []
+    notes = [f"Ranked {answer.ranking_rule}."] if answer.ranking_rule else []
     if answer.unpriced_gpus:
         notes.append(f"No price for: {', '.join(answer.unpriced_gpus)} (listed after the priced)")
     return message(

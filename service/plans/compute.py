@@ -19,11 +19,11 @@ from service.plans.bounds import (
 from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
-from service.sizing.hardware import CapacityBasis, GpuSpec, LinkSpec
+from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec, LinkSpec
 from service.sizing.matrix import build_matrix
 from service.sizing.models import ModelSpec
 from service.sizing.offload import Offload, OffloadMechanism, offload
-from service.sizing.plan import DEFAULT_SPLITS, Workload
+from service.sizing.plan import Workload
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 """The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""
@@ -42,8 +42,10 @@ class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     context_tokens: ContextTokens = 8192
     gpu_memory_utilization: Utilisation = 0.9
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
-    splits: Splits = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
-    capacity_basis: CapacityBasis = "marketed"
+    splits: Splits | None = None
+    """GPU counts to try; default each GPU's ladder: 1, 2, 4, 8 inside a node (up to its
+    gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per node)."""
+    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
 
 
 class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -60,22 +62,24 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     context_tokens: ContextTokens = 8192
     gpu_memory_utilization: Utilisation = 0.9
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
-    capacity_basis: CapacityBasis = "marketed"
+    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
     mechanism: OffloadMechanism = "uva"
     """How the engine reaches offloaded weights: ``uva`` (vLLM V1 from 0.8.4: kernels read them
     in place, only the bytes a step touches cross) or ``copy`` (vLLM V0, or UVA disabled: each
     offloaded layer is copied to the GPU before it runs, every offloaded byte every step)."""
 
 
-def workload_of(request: object, default_splits: tuple[int, ...] = DEFAULT_SPLITS) -> Workload:
+def workload_of(request: object) -> Workload:
     """The Workload a request describes: its fields of the same names, the rest defaulting
-    (splits: ``default_splits`` when the request names none; an empty list stays an error)."""
+    (splits: each GPU's default ladder when the request names none; an empty list stays an
+    error)."""
     fields = {
         name: getattr(request, name)
         for name in Workload.__struct_fields__
         if getattr(request, name, None) is not None
     }
-    fields["splits"] = tuple(fields.get("splits", default_splits))
+    if "splits" in fields:
+        fields["splits"] = tuple(fields["splits"])
     return Workload(**fields)
 
 

@@ -22,12 +22,28 @@ from service.plans.bounds import (
 )
 from service.plans.compute import workload_of
 from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
-from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
+from service.sizing.cost import (
+    NO_PRICE,
+    Cost,
+    GpuPrice,
+    RankBy,
+    plan_cost,
+    rank_plans,
+    ranking_rule,
+)
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
-from service.sizing.hardware import CapacityBasis, GpuSpec
+from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec
 from service.sizing.models import ModelSpec, validate_model
-from service.sizing.plan import Plan, Workload, plan, rank_gpus, spare_status
+from service.sizing.parallel import default_splits
+from service.sizing.plan import (
+    STATUS_ORDER,
+    Plan,
+    Workload,
+    plan,
+    rank_gpus,
+    spare_status,
+)
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     Projection,
@@ -63,12 +79,18 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     before), echoed in the prediction's config."""
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
     splits: Splits | None = None
-    """GPU counts to try; default [1, 2, 4, 8] for inference, 1 to 1024 for training."""
+    """GPU counts to try. Default for inference: each GPU's ladder, 1, 2, 4, 8 inside a node
+    (up to its gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per
+    node); for the vllm method the in-node part; for training 1 to 1024."""
     rank_by: RankBy = "gpus"
-    """Without ``gpu``: order the options by the fewest GPUs (default), the lowest hourly cost
-    or the lowest purchase cost (inference only); GPUs without that price come after the priced
-    ones, listed in ``unpriced_gpus``."""
-    capacity_basis: CapacityBasis = "marketed"
+    """Without ``gpu``: order the options, status first (fits with 10% spare or more, then
+    tight, then amber), then by the fewest GPUs (default), the lowest hourly cost or the lowest
+    purchase cost (inference only); GPUs without that price come after the priced ones, listed
+    in ``unpriced_gpus``. The answer's ``ranking_rule`` says the rule."""
+    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
+    """driver (default): the bytes the driver shows (nvidia-smi MiB), one basis for every GPU;
+    marketed: the vendor's figure as decimal GB (the seeds' method, which favours GPUs marketed
+    in decimal GB, such as B200 and L40S, by about 7% over those marketed in GiB)."""
     recipe: Literal["mixed-precision-adam", "fp32-gradients-adam"] = "mixed-precision-adam"
     zero_stage: Literal[0, 1, 2, 3] = 3
     activation_fraction: Annotated[float, Meta(ge=0, le=10)] = 0.2
@@ -98,6 +120,8 @@ class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inferen
     cost: Cost | None = None
     """gpu_count x the GPU's prices; null when the GPU has no price or the plan does not fit."""
     rank_by: RankBy = "gpus"
+    ranking_rule: str = ""
+    """How ``options`` are ordered, in words; empty when the request named a gpu."""
     unpriced_gpus: list[str] = msgspec.field(default_factory=list)
     """Ranked by a cost: the GPUs that fit but lack that price (listed after the priced ones)."""
 
@@ -269,7 +293,7 @@ def _train(
         )
         for gpu in gpus
     ]
-    answers.sort(key=lambda a: (not a.fits, a.gpu_count, -a.spare_fraction))
+    answers.sort(key=lambda a: (STATUS_ORDER[a.status], a.gpu_count, -a.spare_fraction))
     if len(gpus) == 1:
         return answers[0]
     return msgspec.structs.replace(answers[0], options=answers)
@@ -305,7 +329,7 @@ def answer_plan(
             users=data.concurrency,
             context_tokens=data.context_tokens,
             utilisation=data.gpu_memory_utilization,
-            splits=workload.splits,
+            splits=workload.splits or default_splits(gpus[0].gpus_per_node, max_nodes=1),
         )
         return msgspec.structs.replace(  # type: ignore[return-value]
             answer, warnings=from_checkpoint
@@ -333,7 +357,13 @@ def answer_plan(
                 "and come after the priced GPUs.",
             ),
         ]
-    return PlanAnswer(**top, options=options, rank_by=data.rank_by, unpriced_gpus=unpriced)
+    return PlanAnswer(
+        **top,
+        options=options,
+        rank_by=data.rank_by,
+        ranking_rule=ranking_rule(data.rank_by),
+        unpriced_gpus=unpriced,
+    )
 
 
 async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":

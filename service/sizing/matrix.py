@@ -3,8 +3,9 @@
 Seed rule (part 7, "Which GPUs hold which models?"): each cell is the fewest GPUs that hold the
 model with a modest working load: 8 conversations of 8,192 tokens (16-bit KV in the BF16 rows,
 FP8 KV in the others), about 4 GB of overhead per GPU, each GPU filled to 90%. Splits come in
-1, 2, 4 or 8; beyond one server, pipeline stages across servers ("or two servers"). Amber cells
-fit with under 5% to spare.
+1, 2, 4 or 8; beyond one server, pipeline stages across servers ("or two servers"): the default
+ladder /plan uses too (``service.sizing.parallel.default_splits``). Amber cells fit with under
+5% to spare.
 """
 
 from collections.abc import Sequence
@@ -23,10 +24,8 @@ from service.sizing.plan import (
 )
 from service.sizing.weights import model_weight_bytes
 
-MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
-"""One node of 8, then up to four nodes through pipeline stages."""
-
-SEED_MATRIX_WORKLOAD = Workload(splits=MATRIX_SPLITS)
+SEED_MATRIX_WORKLOAD = Workload(capacity_basis="marketed")
+"""The seeds' matrix: their workload on the marketed capacity basis, the default split ladder."""
 
 
 class MatrixCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,12 +89,12 @@ def build_matrix(
     models: Sequence[ModelSpec],
     weight_formats: Sequence[NumberFormat],
     gpus: Sequence[GpuSpec],
-    workload: Workload = SEED_MATRIX_WORKLOAD,
+    workload: Workload | None = None,
     kv_format: NumberFormat | None = None,
 ) -> Matrix:
     """Every (model, format) row against every GPU column; the KV format follows the seed's
-    rule unless one is forced."""
-    validate_workload(workload)
+    rule unless one is forced (``workload``: default the core's, on the driver basis)."""
+    workload = validate_workload(workload or Workload())
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:

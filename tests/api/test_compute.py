@@ -16,7 +16,14 @@ from litestar.testing import AsyncTestClient
 Client = AsyncTestClient[Litestar]
 GB = 10**9
 LLAMA_70B_PARAMS = 70_553_706_496
-SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+# The seeds size on the marketed decimal GB ("80 GB x 0.9"); the service's default is driver.
+SIX_STEP = {
+    "model": "llama-3.1-70b",
+    "gpu": "h100",
+    "concurrency": 40,
+    "context_tokens": 8192,
+    "capacity_basis": "marketed",
+}
 
 
 async def post(client: Client, path: str, body: dict[str, Any], **headers: str) -> Any:
@@ -79,7 +86,8 @@ async def test_plan_without_gpu_ranks_every_catalogue_gpu(client: Client) -> Non
     options = plan["options"]
     gpus = await client.get("/gpus", params={"limit": 500})
     assert len(options) == gpus.json()["total"]
-    order = [(not o["fits"], o["gpu_count"], -o["spare_fraction"]) for o in options]
+    status = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
+    order = [(status[o["status"]], o["gpu_count"], -o["spare_fraction"]) for o in options]
     assert order == sorted(order)
     assert plan["gpu"] == options[0]["gpu"]
     # B200 (192 GB): 2 x 168.8 GB holds 248.5 GB, one does not.
@@ -139,7 +147,12 @@ async def test_matrix_default_is_the_seeds_workload(client: Client) -> None:
 async def test_matrix_csv_has_units_in_its_headers(client: Client) -> None:
     response = await client.post(
         "/matrix",
-        json={"models": ["llama-3.1-70b"], "formats": ["bf16"], "gpus": ["b200"]},
+        json={
+            "models": ["llama-3.1-70b"],
+            "formats": ["bf16"],
+            "gpus": ["b200"],
+            "capacity_basis": "marketed",
+        },
         headers={"Accept": "text/csv"},
     )
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
@@ -170,7 +183,12 @@ async def test_offload_reproduces_the_seeds_example(client: Client) -> None:
     # PCIe 5.0 x16 (64 GB/s per direction) = 1.2673 s; under 1 token/s, about 98% idle.
     # The seed counts the weights alone: a short conversation (128 tokens, 41,943,040 B of KV
     # a step, 0.0125 ms) keeps the KV read negligible.
-    body = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "resident_bytes": 60 * GB}
+    body = {
+        "model": "llama-3.1-70b",
+        "gpu": "h100-sxm",
+        "resident_bytes": 60 * GB,
+        "capacity_basis": "marketed",
+    }
     o = await post(client, "/offload", {**body, "context_tokens": 128})
     assert o["link"] == "pcie-5-x16" and o["link_bytes_per_s"] == 64 * GB
     assert o["offloaded_bytes"] == 81_107_412_992
@@ -367,7 +385,14 @@ async def test_plan_from_a_config_json_uses_the_checkpoints_stored_size(client: 
         (Path(__file__).resolve().parents[1] / "data/hf_configs/gpt-oss-120b.json").read_text()
     )
     plan = await post(
-        client, "/plan", {"config_json": config, "gpu": "h100", "weight_format": "mxfp4"}
+        client,
+        "/plan",
+        {
+            "config_json": config,
+            "gpu": "h100",
+            "weight_format": "mxfp4",
+            "capacity_basis": "marketed",
+        },
     )
     assert plan["weights_bytes"] == 65_248_815_744
     assert plan["kv_format"] == "fp8" and plan["kv_bytes_per_token"] == 18_432

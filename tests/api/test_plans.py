@@ -95,7 +95,12 @@ async def test_the_whole_life_cycle(client: Client, people: Cast) -> None:
         1,
         {
             "notes": "halve the users",
-            "request": {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 20},
+            "request": {
+                "model": "llama-3.1-70b",
+                "gpu": "h100",
+                "concurrency": 20,
+                "capacity_basis": "marketed",
+            },
         },
     )
     assert edited.status_code == 200, edited.text
@@ -570,7 +575,13 @@ async def test_training_and_inline_architecture_plans_round_trip(
         "kv_heads": 8,
         "max_context_tokens": 131072,
     }
-    request = {"model_spec": spec, "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+    request = {
+        "model_spec": spec,
+        "gpu": "h100",
+        "concurrency": 40,
+        "context_tokens": 8192,
+        "capacity_basis": "marketed",
+    }
     inline = await create(client, people.alice, {"name": "seed", "request": request})
     # The seeds' rounded 70.6B: 141.2 GB + 107,374,182,400 B against 272 GB = 23,425,817,600.
     assert inline["answer"]["spare_bytes"] == 272 * GB - 141_200_000_000 - 107_374_182_400

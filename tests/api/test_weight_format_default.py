@@ -36,7 +36,8 @@ async def test_deepseek_v3_without_a_format_is_sized_in_its_published_fp8(client
     # = 35,136 B a token, whole on every GPU: 8 x 8,192 x 35,136 = 2,302,672,896 B. On 8 H200s
     # (141 GB x 0.9 - 4 GB = 122.9 GB each): 673,150,552,416 / 8 = 84,143,819,052 B of weights,
     # 122,900,000,000 - 84,143,819,052 - 2,302,672,896 = 36,453,508,052 B spare a GPU. In BF16
-    # (the old default) 1,342,052,808,704 B of weights: no allowed split of 8 holds them.
+    # (the old default) 1,342,052,808,704 B of weights: no split of one server (1, 2, 4 or 8,
+    # the seed's) holds them (8 x 122.9 GB = 983.2 GB).
     answer = await plan(client, model="deepseek-v3", gpu="h200")
     assert (answer["weight_format"], answer["kv_format"]) == ("fp8", "fp8")
     assert answer["weights_bytes"] == 673_150_552_416
@@ -47,7 +48,9 @@ async def test_deepseek_v3_without_a_format_is_sized_in_its_published_fp8(client
     assert codes(answer)[0] == FROM_CHECKPOINT
     assert "fp8" in answer["warnings"][0]["message"]
     # Named, the format is the caller's and nothing is said about it.
-    bf16 = await plan(client, model="deepseek-v3", gpu="h200", weight_format="bf16")
+    bf16 = await plan(
+        client, model="deepseek-v3", gpu="h200", weight_format="bf16", splits=[1, 2, 4, 8]
+    )
     assert bf16["weights_bytes"] == 2 * 671_026_404_352 and bf16["status"] == "does_not_fit"
     assert FROM_CHECKPOINT not in codes(bf16)
 

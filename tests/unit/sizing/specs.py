@@ -3,10 +3,20 @@
 They are written here rather than read from the catalogue so the core is tested alone.
 """
 
+from typing import Any
+
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
+from service.sizing.plan import Workload
 
 GB = 10**9
+
+
+def seed_workload(**fields: Any) -> Workload:
+    """A Workload on the seeds' capacity basis, the marketed decimal GB ("80 GB x 0.9"); the
+    core's default is the driver-visible bytes."""
+    return Workload(capacity_basis="marketed", **fields)
+
 
 NVLINK_4 = LinkSpec(slug="nvlink-4", kind="nvlink", bytes_per_s_per_direction=450 * GB)
 NVLINK_5 = LinkSpec(slug="nvlink-5", kind="nvlink", bytes_per_s_per_direction=900 * GB)

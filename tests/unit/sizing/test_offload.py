@@ -14,13 +14,14 @@ from tests.unit.sizing.specs import (
     NVLINK_C2C,
     PCIE_4,
     PCIE_5,
+    seed_workload,
 )
 
 BF16 = FORMATS["bf16"]
 # A step also reads each conversation's KV (service.sizing.decode, the rule /plan uses); the
 # seed's worked numbers count the weights alone, a conversation whose KV read is negligible
 # beside them. 128 tokens: 128 x 327,680 B = 41,943,040 B a step, 0.0125 ms at 3,350 GB/s.
-SHORT = Workload(context_tokens=128)
+SHORT = seed_workload(context_tokens=128)
 SHORT_KV = 128 * 327_680
 
 
@@ -61,7 +62,7 @@ def test_four_h100s_hold_it_fully_at_about_95_tokens_per_second() -> None:
 
 def test_default_resident_is_the_budget_after_a_kv_reserve() -> None:
     # 68 GB budget - one conversation of 8,192 tokens x 327,680 B = 2,684,354,560 B.
-    o = offload(LLAMA_70B_SEED, H100, BF16, BF16, PCIE_5, Workload())
+    o = offload(LLAMA_70B_SEED, H100, BF16, BF16, PCIE_5, seed_workload())
     assert o.kv_reserve_bytes == 2_684_354_560
     assert o.resident_bytes == 68_000_000_000 - 2_684_354_560
     assert o.offloaded_bytes == 141_200_000_000 - o.resident_bytes
@@ -90,7 +91,9 @@ def test_batching_shares_one_pass_of_the_weights() -> None:
 
 def test_nvlink_c2c_narrows_the_gap() -> None:
     # Grace Hopper: 900 GB/s quoted, 450 GB/s per direction: 81.2 GB in 0.18 s.
-    o = offload(LLAMA_70B_SEED, H100, BF16, BF16, NVLINK_C2C, Workload(), resident_bytes=60 * 10**9)
+    o = offload(
+        LLAMA_70B_SEED, H100, BF16, BF16, NVLINK_C2C, seed_workload(), resident_bytes=60 * 10**9
+    )
     assert o.link_s_per_step == pytest.approx(81.2e9 / 450e9)
 
 
@@ -101,7 +104,7 @@ def test_two_gpus_stream_their_halves_in_parallel() -> None:
         BF16,
         BF16,
         PCIE_5,
-        Workload(),
+        seed_workload(),
         gpu_count=2,
         resident_bytes=120 * 10**9,
     )
@@ -120,7 +123,7 @@ def test_two_gpus_stream_their_halves_in_parallel() -> None:
 )
 def test_bad_offload_input_names_the_field(kwargs: dict[str, int], field: str) -> None:
     with pytest.raises(SizingError) as info:
-        offload(LLAMA_70B_SEED, H100, BF16, BF16, PCIE_5, Workload(), **kwargs)  # type: ignore[arg-type]
+        offload(LLAMA_70B_SEED, H100, BF16, BF16, PCIE_5, seed_workload(), **kwargs)  # type: ignore[arg-type]
     assert info.value.field == field
 
 

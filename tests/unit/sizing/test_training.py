@@ -5,7 +5,6 @@ import pytest
 
 from service.sizing.errors import SizingError
 from service.sizing.models import ModelSpec
-from service.sizing.plan import Workload
 from service.sizing.training import (
     RECIPES,
     adapter_training_memory,
@@ -14,7 +13,7 @@ from service.sizing.training import (
     lora_adapter_params,
     training_plan,
 )
-from tests.unit.sizing.specs import H100, L40S, LLAMA_8B, LLAMA_70B_SEED
+from tests.unit.sizing.specs import H100, L40S, LLAMA_8B, LLAMA_70B_SEED, seed_workload
 
 GB = 10**9
 ADAM = RECIPES["mixed-precision-adam"]
@@ -68,7 +67,7 @@ def test_fewest_h100s_for_full_70b_training_with_fsdp() -> None:
     # 1,355.52 GB / 68 GB = 19.9 GPUs: 16 is too few, 24 (three servers) holds it.
     # At 24: ceil(141.2e9/24) x 2 + 847.2e9/24 = 47,066,666,668 B of states,
     # + 20% (rounded up) = 9,413,333,334 B of activations.
-    p = training_plan(LLAMA_70B_SEED, H100, Workload(), mode="full")
+    p = training_plan(LLAMA_70B_SEED, H100, seed_workload(), mode="full")
     assert p.fits and p.gpu_count == 24
     assert p.memory.total_bytes_per_gpu == 47_066_666_668 + 9_413_333_334
     assert p.spare_bytes_per_gpu == 68 * GB - 56_480_000_002
@@ -136,7 +135,7 @@ def test_qlora_fits_a_65b_model_on_one_48_gb_gpu() -> None:
         kv_heads=64,
         max_context_tokens=2048,
     )
-    whole_card = Workload(gpu_memory_utilization=1.0, overhead_bytes_per_gpu=0)
+    whole_card = seed_workload(gpu_memory_utilization=1.0, overhead_bytes_per_gpu=0)
     p = training_plan(llama_65b, L40S, whole_card, mode="qlora")
     assert p.fits and p.gpu_count == 1
     assert p.memory.total_bytes_per_gpu == 42_275_739_648
