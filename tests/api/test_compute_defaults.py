@@ -3,9 +3,9 @@
 smallest split that would; options rank plans that fit with 10% spare before tight and amber
 ones, on the driver-visible bytes unless capacity_basis is marketed.
 
-DeepSeek-V3 in FP8: its checkpoint's 673,150,552,416 B (block scales included); the MLA latent is 61 layers x 576 B per token,
-whole on every tensor-parallel GPU. Llama 3.1 70B BF16 with 8 x 8,192 tokens: 141,107,412,992 B
-of weights + 21,474,836,480 B of KV = 162,582,249,472 B.
+DeepSeek-V3 in FP8: its checkpoint's 673,150,552,416 B (block scales included); the MLA latent
+is 61 layers x 576 B per token, whole on every tensor-parallel GPU. Llama 3.1 70B BF16 with
+8 x 8,192 tokens: 141,107,412,992 B of weights + 21,474,836,480 B of KV = 162,582,249,472 B.
 """
 
 from typing import Any
