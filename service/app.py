@@ -16,6 +16,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
+from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
 from service.api.openapi import forbid_unknown_properties
 from service.api.plans import plan_handlers
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         create_all=False,  # the schema arrives by migration only
         set_default_exception_handler=False,  # keep problem details for every error
     )
+    keys = KeyVerifier(db_config.get_session)  # shared by RequestMiddleware and the guards
     app = Litestar(
         route_handlers=[
             *health_handlers,
@@ -73,7 +75,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_request_body_bytes,
         logging_config=None,  # configure_logging owns the root logger: JSON lines only
         state=State(
-            {"settings": settings, "db_config": db_config, "metrics": metrics, "cache": cache}
+            {
+                "settings": settings,
+                "db_config": db_config,
+                "metrics": metrics,
+                "cache": cache,
+                "key_verifier": keys,
+            }
         ),
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
         on_shutdown=[cache.close],
@@ -97,13 +105,17 @@ def create_app(settings: Settings | None = None) -> Litestar:
     forbid_unknown_properties(app.openapi_schema)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
-    limiter = (
-        RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
-        if settings.rate_limit_per_minute > 0
-        else None
-    )
+    limited = settings.rate_limit_per_minute > 0
+    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    failures = settings.auth_failures_per_minute
     app.asgi_handler = RequestMiddleware(
-        app.asgi_handler, metrics=metrics, cache=cache, limiter=limiter
+        app.asgi_handler,
+        metrics=metrics,
+        cache=cache,
+        limiter=limiter if limited else None,
+        keys=keys,
+        auth_failures=RateLimiter(failures, failures) if limited and failures > 0 else None,
+        proxy_header=settings.trusted_proxy_header,
     )
     return app
 
