@@ -8,7 +8,7 @@ from advanced_alchemy.extensions.litestar import (
     SQLAlchemyAsyncConfig,
     SQLAlchemyPlugin,
 )
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -18,7 +18,8 @@ from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
-from service.api.openapi import forbid_unknown_properties
+from service.api.negotiation import NEGOTIATED, negotiate
+from service.api.openapi import declare_negotiation, forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.verify import verify_handlers
@@ -63,11 +64,19 @@ def create_app(settings: Settings | None = None) -> Litestar:
     app = Litestar(
         route_handlers=[
             *health_handlers,
-            *catalogue_handlers,
-            *compute_handlers,
-            *verify_handlers,
-            *plan_handlers,
-            *chatops_handlers,
+            # The API: Accept, Content-Type and the JSON body checked before the handler runs.
+            Router(
+                "/",
+                route_handlers=[
+                    *catalogue_handlers,
+                    *compute_handlers,
+                    *verify_handlers,
+                    *plan_handlers,
+                ],
+                before_request=negotiate,
+                opt={NEGOTIATED: True},
+            ),
+            *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
@@ -103,6 +112,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ),
     )
     forbid_unknown_properties(app.openapi_schema)
+    declare_negotiation(app)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
     limited = settings.rate_limit_per_minute > 0

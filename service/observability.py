@@ -41,7 +41,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 from prometheus_client.exposition import generate_latest
 
 from service.api.guards import AUTH_ERROR, AUTH_FAILED, PRINCIPAL, KeyVerifier, bearer_key
-from service.api.problems import PROBLEM_JSON, Problem
+from service.api.problems import PROBLEM_JSON, make_problem
 from service.catalogue.cache import CatalogueCache
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -399,13 +399,12 @@ async def _too_many_requests(
     scope: Scope, send: Send, wait: float, whose: str, request_id: str
 ) -> None:
     retry_after = max(1, int(wait + 0.999))
-    problem = Problem(
-        type="urn:gpu-planner:rate-limited",
-        title="Too Many Requests",
-        status=429,
-        detail=f"rate limit for {whose} reached; retry in {retry_after} s",
-        instance=scope["path"],
-        request_id=request_id,
+    problem = make_problem(
+        429,
+        f"rate limit for {whose} reached; retry in {retry_after} s",
+        scope["path"],
+        request_id,
+        type_="urn:gpu-planner:rate-limited",
     )
     payload = msgspec.json.encode(problem)
     await send(
