@@ -8,7 +8,7 @@ from advanced_alchemy.extensions.litestar import (
     SQLAlchemyAsyncConfig,
     SQLAlchemyPlugin,
 )
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -16,8 +16,10 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
+from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
-from service.api.openapi import forbid_unknown_properties
+from service.api.negotiation import NEGOTIATED, negotiate
+from service.api.openapi import declare_negotiation, forbid_unknown_properties
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.transactions import RequestTransaction
@@ -61,14 +63,23 @@ def create_app(settings: Settings | None = None) -> Litestar:
         # No "autocommit": RequestTransaction below commits, and answers for a failed commit.
         set_default_exception_handler=False,  # keep problem details for every error
     )
+    keys = KeyVerifier(db_config.get_session)  # shared by RequestMiddleware and the guards
     app = Litestar(
         route_handlers=[
             *health_handlers,
-            *catalogue_handlers,
-            *compute_handlers,
-            *verify_handlers,
-            *plan_handlers,
-            *chatops_handlers,
+            # The API: Accept, Content-Type and the JSON body checked before the handler runs.
+            Router(
+                "/",
+                route_handlers=[
+                    *catalogue_handlers,
+                    *compute_handlers,
+                    *verify_handlers,
+                    *plan_handlers,
+                ],
+                before_request=negotiate,
+                opt={NEGOTIATED: True},
+            ),
+            *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
@@ -82,6 +93,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 "metrics": metrics,
                 "cache": cache,
                 "slack_replays": ReplayGuard(),  # per replica: see service/chatops/replay.py
+                "key_verifier": keys,
             }
         ),
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
@@ -104,13 +116,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ),
     )
     forbid_unknown_properties(app.openapi_schema)
+    declare_negotiation(app)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
-    limiter = (
-        RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
-        if settings.rate_limit_per_minute > 0
-        else None
-    )
     # Inside it: the request's transaction (commit on 2xx, roll back otherwise) and deadline.
     transaction = RequestTransaction(
         app.asgi_handler,
@@ -119,7 +127,18 @@ def create_app(settings: Settings | None = None) -> Litestar:
         session_key=db_config.session_scope_key,
         on_database_error=lambda: metrics.database_error("request"),
     )
-    app.asgi_handler = RequestMiddleware(transaction, metrics=metrics, cache=cache, limiter=limiter)
+    limited = settings.rate_limit_per_minute > 0
+    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    failures = settings.auth_failures_per_minute
+    app.asgi_handler = RequestMiddleware(
+        transaction,
+        metrics=metrics,
+        cache=cache,
+        limiter=limiter if limited else None,
+        keys=keys,
+        auth_failures=RateLimiter(failures, failures) if limited and failures > 0 else None,
+        proxy_header=settings.trusted_proxy_header,
+    )
     return app
 
 

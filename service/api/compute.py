@@ -1,20 +1,20 @@
 """The computations: POST /plan, GET|POST /matrix, POST /offload.
 
 Each handler parses, looks the names up in the catalogue, calls the sizing core and renders
-(JSON by default; markdown on Accept: text/markdown; CSV on /matrix with Accept: text/csv).
+(JSON by default; markdown on Accept: text/markdown; CSV on /matrix with Accept: text/csv;
+see service/api/negotiation.py for what else the Accept header may do).
 """
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
+from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
 from service.api.problems import problems
 from service.api.render import (
     matrix_csv,
@@ -45,26 +45,6 @@ from service.verify.plan import VllmPlanAnswer
 Session = NamedDependency[AsyncSession]
 OPEN = [open_unless_required("viewer")]
 COMPUTE_ERRORS = problems(400, 401, 403, 404, 413, 422)
-MARKDOWN, CSV, JSON = "text/markdown", "text/csv", "application/json"
-
-
-def also_served_as(*media_types: str) -> type[Operation]:
-    """An OpenAPI operation whose 200 answer also lists the text renderings."""
-
-    @dataclass
-    class TextRenderings(Operation):
-        def __post_init__(self) -> None:
-            ok = (self.responses or {}).get("200")
-            content = getattr(ok, "content", None)
-            if content is not None:
-                for media_type in media_types:
-                    content[media_type] = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))
-
-    return TextRenderings
-
-
-def wants(request: Request[Any, Any, Any], *offered: str) -> str:
-    return request.accept.best_match([JSON, *offered], default=JSON)
 
 
 def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None) -> Response[Any]:
@@ -92,6 +72,8 @@ async def plan_endpoint(
             return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
         if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
             return csv_attachment(plans_csv(answer.options or [answer]), "plans.csv")  # type: ignore[arg-type]
+    else:
+        wants(request)  # training and vLLM answers are JSON only: else a 406
     return Response(answer)
 
 

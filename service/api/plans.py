@@ -19,8 +19,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.compute import CSV, MARKDOWN, also_served_as, csv_attachment, wants
+from service.api.compute import csv_attachment
 from service.api.guards import require_role
+from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
 from service.api.plans_render import plans_csv, saved_plan_markdown
 from service.api.plans_schemas import (
     IDEMPOTENCY_KEY_PATTERN,
