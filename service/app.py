@@ -17,13 +17,14 @@ from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.health import health_handlers
-from service.api.openapi import forbid_unknown_properties
+from service.api.openapi import document_retry_after, forbid_unknown_properties, state_bounds
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
 from service.db import create_engine
 from service.observability import (
+    UNLIMITED_PATHS,
     Metrics,
     RateLimiter,
     RequestMiddleware,
@@ -95,6 +96,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ),
     )
     forbid_unknown_properties(app.openapi_schema)
+    state_bounds(app.openapi_schema)
+    document_retry_after(app.openapi_schema, UNLIMITED_PATHS)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
     limiter = (

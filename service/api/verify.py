@@ -32,7 +32,14 @@ from service.sizing.engine import (
 )
 from service.sizing.startup_log import parse_startup_log
 from service.verify.compare import VerifyAnswer, compare
-from service.verify.flags import BatchedTokens, Loras, ModelLen, Seqs, TensorParallel
+from service.verify.flags import (
+    BatchedTokens,
+    BlockSize,
+    Loras,
+    ModelLen,
+    Seqs,
+    TensorParallel,
+)
 
 Session = NamedDependency[AsyncSession]
 
@@ -63,7 +70,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """0.23-0.28: v2 when the log says "Using V2 Model Runner" (read from it), original when
     VLLM_USE_V2_MODEL_RUNNER=0 was set; auto: the release's rule for the model's class."""
     kv_cache_dtype: KvCacheDtype = "auto"
-    block_size: int = 16
+    block_size: BlockSize = 16
     max_num_batched_tokens: BatchedTokens | None = None
     max_num_seqs: Seqs | None = None
     engine_version: EngineEra | None = None

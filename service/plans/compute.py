@@ -34,9 +34,9 @@ class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     (formats: bf16, fp8 and the seeds' 4-bit)."""
 
     # Items are slugs checked by the catalogue lookup (unknown: 404 naming the list).
-    models: Annotated[list[str], Meta(max_length=64)] = []
-    formats: Annotated[list[str], Meta(max_length=16)] = []
-    gpus: Annotated[list[str], Meta(max_length=64)] = []
+    models: Annotated[list[SlugRef], Meta(max_length=64)] = []
+    formats: Annotated[list[SlugRef], Meta(max_length=16)] = []
+    gpus: Annotated[list[SlugRef], Meta(max_length=64)] = []
     kv_format: SlugRef | None = None
     concurrency: Users = 8
     context_tokens: ContextTokens = 8192
@@ -52,9 +52,8 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu_count: Annotated[int, Meta(ge=1, le=1024)] = 1
     weight_format: SlugRef = "bf16"
     kv_format: SlugRef | None = None
-    resident_bytes: int | None = None
-    """Checked by the core (0 to the weights' size, 422 naming it): the spec cannot carry the
-    bounds of a nullable number."""
+    resident_bytes: Annotated[int, Meta(ge=0, le=2**53)] | None = None
+    """At most the weights' size (checked by the core, a 422 naming it)."""
     link: SlugRef | None = None
     batch_size: Annotated[int, Meta(ge=1, le=100_000)] = 1
     context_tokens: ContextTokens = 8192

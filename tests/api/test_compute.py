@@ -209,13 +209,14 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {**SIX_STEP, "kv_format": "mxfp4"}, 422, "kv_format"),
         ("/plan", {"gpu": "h100"}, 422, "model"),
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
-        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "splits": []}, 422, "splits"),
-        # The vllm method checks the GPU counts as the seed method does (a 0 divided the heads
-        # by nothing: a 500 before).
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 422, "splits"),
+        # The GPU counts' bounds are the schema's (1 to 64 counts, each 1 to 65,536): decoding
+        # refuses them with a 400 naming the entry, for either method (a 0 divided the heads by
+        # nothing under the vllm method: a 500 once).
+        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "splits": []}, 400, "splits"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 400, "splits"),
         (
             "/plan",
             {
@@ -253,11 +254,19 @@ async def test_offload_over_a_named_link(client: Client) -> None:
             "model_spec.layers",
         ),
         ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
-        ("/matrix", {"formats": ["bf16"], "splits": []}, 422, "splits"),
+        ("/matrix", {"formats": ["bf16"], "splits": []}, 400, "splits"),
         (
             "/offload",
             {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": 10**14},
             422,
+            "resident_bytes",
+        ),
+        # resident_bytes is 0 to 2^53 in the schema (decoding refuses -1); the core keeps it
+        # within the weights' size.
+        (
+            "/offload",
+            {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": -1},
+            400,
             "resident_bytes",
         ),
         ("/offload", {"model": "llama-3.1-70b", "gpu": "h100", "link": "pcie-9"}, 404, "link"),
@@ -276,9 +285,11 @@ async def test_bad_input_is_a_problem_naming_the_field(
 
 
 async def test_a_bad_gpu_count_is_named_even_when_ranking_every_gpu(client: Client) -> None:
-    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [0]})
-    assert response.status_code == 422
-    assert "between 1 and 65536" in response.json()["detail"]
+    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [1, 65537]})
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "splits[1]", "message": "Expected `int` <= 65536"}
+    ]
 
 
 async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:
