@@ -20,6 +20,7 @@ from service.api.problems import problems
 from service.catalogue import lookup
 from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
+from service.plans.threads import off_loop
 from service.sizing.engine import (
     LATEST_ERA,
     CompileCache,
@@ -93,7 +94,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     status_code=200,
 )
 async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) -> VerifyAnswer:
-    parsed = parse_startup_log(data.log, data.nvidia_smi)
+    parsed = await off_loop(parse_startup_log, data.log, data.nvidia_smi)
     model = await resolve_model(db_session, data.model, None)
     gpu = await lookup.gpu_spec(db_session, data.gpu)
     base = EngineConfig(
@@ -113,7 +114,8 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         max_lora_rank=data.max_lora_rank,
         lora_embeddings=data.lora_embeddings,
     )
-    return compare(
+    return await off_loop(
+        compare,
         model,
         gpu,
         parsed,

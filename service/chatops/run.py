@@ -20,6 +20,7 @@ from service.chatops.commands import (
 )
 from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
 from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.plans.threads import off_loop
 from service.sizing.errors import SizingError
 from service.sizing.offload import offload
 from service.sizing.plan import Workload
@@ -61,7 +62,8 @@ async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage
     slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
-    m = answer_matrix(MatrixRequest(), [model], formats, gpus, None, await gpu_prices(session))
+    prices = await gpu_prices(session)
+    m = await off_loop(answer_matrix, MatrixRequest(), [model], formats, gpus, None, prices)
     return slack.matrix_message(m, await _names(session))
 
 
@@ -71,7 +73,9 @@ async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessa
     weights, kv = await resolve_formats(session, c.weight_format, None)
     if gpu.host_link is None:
         raise SizingError("link", f"{gpu.slug} has no host link in the catalogue")
-    answer = offload(model, gpu, weights, kv, gpu.host_link, Workload(), gpu_count=c.gpu_count)
+    answer = await off_loop(
+        offload, model, gpu, weights, kv, gpu.host_link, Workload(), gpu_count=c.gpu_count
+    )
     return slack.offload_message(answer, await _names(session))
 
 

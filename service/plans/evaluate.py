@@ -21,6 +21,7 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
+from service.plans.threads import off_loop
 from service.sizing.advice import PlanWarning
 from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
 from service.sizing.errors import SizingError, require
@@ -312,4 +313,4 @@ async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer
     gpus = await resolve_gpus(session, data.gpu)
     weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
     prices = await gpu_prices(session) if data.workload == "inference" else {}
-    return answer_plan(data, model, gpus, weights, kv, prices)
+    return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)

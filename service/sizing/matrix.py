@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -27,6 +28,10 @@ MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 """One node of 8, then up to four nodes through pipeline stages."""
 
 SEED_MATRIX_WORKLOAD = Workload(splits=MATRIX_SPLITS)
+
+MAX_MATRIX_CELLS = 4096
+"""The most cells (models x formats x GPUs) one matrix computes: the whole shipped catalogue in
+every format (17 x 13 x 11 = 2,431) fits; 64 x 16 x 64 = 65,536 cells took 40 s and 11.8 MB."""
 
 
 class MatrixCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +91,18 @@ def matrix_cell(
     )
 
 
+def validate_size(models: int, formats: int, gpus: int) -> None:
+    """At most MAX_MATRIX_CELLS cells; too many is an error naming the longest list."""
+    cells = models * formats * gpus
+    longest = max((models, "models"), (formats, "formats"), (gpus, "gpus"), key=lambda c: c[0])
+    require(
+        cells <= MAX_MATRIX_CELLS,
+        longest[1],
+        f"{models} models x {formats} formats x {gpus} GPUs is {cells:,} cells; a matrix holds "
+        f"at most {MAX_MATRIX_CELLS:,} (name fewer {longest[1]})",
+    )
+
+
 def build_matrix(
     models: Sequence[ModelSpec],
     weight_formats: Sequence[NumberFormat],
@@ -96,6 +113,7 @@ def build_matrix(
     """Every (model, format) row against every GPU column; the KV format follows the seed's
     rule unless one is forced."""
     validate_workload(workload)
+    validate_size(len(models), len(weight_formats), len(gpus))
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:

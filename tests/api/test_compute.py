@@ -326,3 +326,50 @@ async def test_an_unsupported_config_json_is_a_422_listing_the_families(client: 
     problem = response.json()
     assert problem["errors"][0]["field"] == "config_json.model_type"
     assert "llama" in problem["detail"] and "qwen3_moe" in problem["detail"]
+
+
+async def test_a_matrix_counts_each_model_format_gpu_and_split_once(client: Client) -> None:
+    # Repeats dropped in first-seen order; h100 is h100-sxm's alias, so one column.
+    m = await post(
+        client,
+        "/matrix",
+        {
+            "models": ["llama-3.1-70b", "llama-3.1-70b"],
+            "formats": ["fp8", "bf16", "fp8"],
+            "gpus": ["h200", "h100", "h100-sxm", "h200"],
+            "splits": [8, 1, 8, 2],
+            "capacity_basis": "marketed",
+        },
+    )
+    assert m["gpus"] == ["h200", "h100-sxm"]
+    assert [(r["model"], r["weight_format"]) for r in m["rows"]] == [
+        ("llama-3.1-70b", "fp8"),
+        ("llama-3.1-70b", "bf16"),
+    ]
+    assert [len(r["cells"]) for r in m["rows"]] == [2, 2]
+    assert m["workload"]["splits"] == [8, 1, 2]
+
+
+async def test_a_matrix_over_the_cell_limit_is_a_422_naming_the_longest_list(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import service.sizing.matrix
+
+    monkeypatch.setattr(service.sizing.matrix, "MAX_MATRIX_CELLS", 20)
+    models = ["llama-3.1-70b", "llama-3.1-8b", "deepseek-v3"]
+    # 3 models x 2 formats x 4 GPUs = 24 cells > 20: the GPUs are the longest list.
+    over = {"models": models, "formats": ["bf16", "fp8"], "gpus": ["h100", "h200", "b200", "l40s"]}
+    response = await client.post("/matrix", json=over)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    detail = (
+        "3 models x 2 formats x 4 GPUs is 24 cells; a matrix holds at most 20 (name fewer gpus)"
+    )
+    assert response.json()["errors"] == [{"field": "gpus", "message": detail}]
+    # Repeats are dropped before the count: h100 and h100-sxm are one GPU, 3 x 2 x 3 = 18 cells.
+    within = {
+        **over,
+        "formats": ["bf16", "fp8", "bf16"],
+        "gpus": ["h100", "h100-sxm", "h200", "b200"],
+    }
+    assert (await client.post("/matrix", json=within)).status_code == 200
