@@ -19,7 +19,12 @@ from service.api.compute import compute_handlers
 from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
-from service.api.openapi import declare_negotiation, forbid_unknown_properties
+from service.api.openapi import (
+    declare_negotiation,
+    document_retry_after,
+    forbid_unknown_properties,
+    state_bounds,
+)
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.transactions import RequestTransaction
@@ -28,6 +33,7 @@ from service.catalogue.cache import CatalogueCache
 from service.chatops.replay import ReplayGuard
 from service.db import create_engine, settle_abandoned
 from service.observability import (
+    UNLIMITED_PATHS,
     Metrics,
     RateLimiter,
     RequestMiddleware,
@@ -117,6 +123,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
     )
     forbid_unknown_properties(app.openapi_schema)
     declare_negotiation(app)
+    state_bounds(app.openapi_schema)
+    document_retry_after(app.openapi_schema, UNLIMITED_PATHS)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
     # Inside it: the request's transaction (commit on 2xx, roll back otherwise) and deadline.

@@ -20,6 +20,7 @@ from service.chatops.commands import (
 )
 from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
 from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.plans.threads import off_loop
 from service.sizing.errors import SizingError
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS
 from service.sizing.offload import offload
@@ -67,7 +68,8 @@ async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
     request = MatrixRequest(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)
-    m = answer_matrix(request, [model], formats, gpus, None, await gpu_prices(session))
+    prices = await gpu_prices(session)
+    m = await off_loop(answer_matrix, request, [model], formats, gpus, None, prices)
     return slack.matrix_message(m, await _names(session))
 
 
@@ -78,7 +80,9 @@ async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessa
     if gpu.host_link is None:
         raise SizingError("link", f"{gpu.slug} has no host link in the catalogue")
     workload = Workload(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)
-    answer = offload(model, gpu, weights, kv, gpu.host_link, workload, gpu_count=c.gpu_count)
+    answer = await off_loop(
+        offload, model, gpu, weights, kv, gpu.host_link, workload, gpu_count=c.gpu_count
+    )
     return slack.offload_message(answer, await _names(session))
 
 

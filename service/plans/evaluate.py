@@ -21,6 +21,7 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
+from service.plans.threads import off_loop
 from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
 from service.sizing.cost import (
     NO_PRICE,
@@ -373,4 +374,4 @@ async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer
     weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
     weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
     prices = await gpu_prices(session) if data.workload == "inference" else {}
-    return answer_plan(data, model, gpus, weights, kv, prices)
+    return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -26,6 +27,10 @@ from service.sizing.weights import model_weight_bytes
 
 SEED_MATRIX_WORKLOAD = Workload(capacity_basis="marketed")
 """The seeds' matrix: their workload on the marketed capacity basis, the default split ladder."""
+
+MAX_MATRIX_CELLS = 4096
+"""The most cells (models x formats x GPUs) one matrix computes: the whole shipped catalogue in
+every format (17 x 13 x 11 = 2,431) fits; 64 x 16 x 64 = 65,536 cells took 40 s and 11.8 MB."""
 
 
 class MatrixCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,6 +90,18 @@ def matrix_cell(
     )
 
 
+def validate_size(models: int, formats: int, gpus: int) -> None:
+    """At most MAX_MATRIX_CELLS cells; too many is an error naming the longest list."""
+    cells = models * formats * gpus
+    longest = max((models, "models"), (formats, "formats"), (gpus, "gpus"), key=lambda c: c[0])
+    require(
+        cells <= MAX_MATRIX_CELLS,
+        longest[1],
+        f"{models} models x {formats} formats x {gpus} GPUs is {cells:,} cells; a matrix holds "
+        f"at most {MAX_MATRIX_CELLS:,} (name fewer {longest[1]})",
+    )
+
+
 def build_matrix(
     models: Sequence[ModelSpec],
     weight_formats: Sequence[NumberFormat],
@@ -95,6 +112,7 @@ def build_matrix(
     """Every (model, format) row against every GPU column; the KV format follows the seed's
     rule unless one is forced (``workload``: default the core's, on the driver basis)."""
     workload = validate_workload(workload or Workload())
+    validate_size(len(models), len(weight_formats), len(gpus))
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -268,3 +269,21 @@ async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
         served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
         spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))
         assert {k: spec[k] for k in served} == served, item["slug"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"aliases": ["ok", "Not A Slug"]}, "aliases[1]"),
+        ({"aliases": ["x" * 65]}, "aliases[0]"),  # a slug is at most 64 characters
+        ({"sources": ["a", ""]}, "sources[1]"),  # 1 to 1,000 characters
+        ({"sources": ["y" * 1001]}, "sources[0]"),
+    ],
+)
+async def test_list_items_outside_their_schema_bounds_are_400_naming_the_item(
+    client: Client, admin_headers: dict[str, str], changes: dict[str, Any], field: str
+) -> None:
+    # The items' bounds are the schema's (GpuBody.aliases.items, GpuBody.sources.items), so
+    # decoding refuses them as it refuses any bound the spec states.
+    response = await client.post("/gpus", json=new_gpu("bounded", **changes), headers=admin_headers)
+    assert_problem(response, 400, field)

@@ -294,13 +294,14 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {**SIX_STEP, "kv_format": "mxfp4"}, 422, "kv_format"),
         ("/plan", {"gpu": "h100"}, 422, "model"),
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
-        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "splits": []}, 422, "splits"),
-        # The vllm method checks the GPU counts as the seed method does (a 0 divided the heads
-        # by nothing: a 500 before).
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 422, "splits"),
+        # The GPU counts' bounds are the schema's (1 to 64 counts, each 1 to 65,536): decoding
+        # refuses them with a 400 naming the entry, for either method (a 0 divided the heads by
+        # nothing under the vllm method: a 500 once).
+        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "splits": []}, 400, "splits"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 400, "splits"),
         (
             "/plan",
             {
@@ -338,11 +339,19 @@ async def test_offload_over_a_named_link(client: Client) -> None:
             "model_spec.layers",
         ),
         ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
-        ("/matrix", {"formats": ["bf16"], "splits": []}, 422, "splits"),
+        ("/matrix", {"formats": ["bf16"], "splits": []}, 400, "splits"),
         (
             "/offload",
             {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": 10**14},
             422,
+            "resident_bytes",
+        ),
+        # resident_bytes is 0 to 2^53 in the schema (decoding refuses -1); the core keeps it
+        # within the weights' size.
+        (
+            "/offload",
+            {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": -1},
+            400,
             "resident_bytes",
         ),
         ("/offload", {"model": "llama-3.1-70b", "gpu": "h100", "link": "pcie-9"}, 404, "link"),
@@ -361,9 +370,11 @@ async def test_bad_input_is_a_problem_naming_the_field(
 
 
 async def test_a_bad_gpu_count_is_named_even_when_ranking_every_gpu(client: Client) -> None:
-    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [0]})
-    assert response.status_code == 422
-    assert "between 1 and 65536" in response.json()["detail"]
+    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [1, 65537]})
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "splits[1]", "message": "Expected `int` <= 65536"}
+    ]
 
 
 async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:
@@ -407,3 +418,50 @@ async def test_an_unsupported_config_json_is_a_422_listing_the_families(client: 
     problem = response.json()
     assert problem["errors"][0]["field"] == "config_json.model_type"
     assert "llama" in problem["detail"] and "qwen3_moe" in problem["detail"]
+
+
+async def test_a_matrix_counts_each_model_format_gpu_and_split_once(client: Client) -> None:
+    # Repeats dropped in first-seen order; h100 is h100-sxm's alias, so one column.
+    m = await post(
+        client,
+        "/matrix",
+        {
+            "models": ["llama-3.1-70b", "llama-3.1-70b"],
+            "formats": ["fp8", "bf16", "fp8"],
+            "gpus": ["h200", "h100", "h100-sxm", "h200"],
+            "splits": [8, 1, 8, 2],
+            "capacity_basis": "marketed",
+        },
+    )
+    assert m["gpus"] == ["h200", "h100-sxm"]
+    assert [(r["model"], r["weight_format"]) for r in m["rows"]] == [
+        ("llama-3.1-70b", "fp8"),
+        ("llama-3.1-70b", "bf16"),
+    ]
+    assert [len(r["cells"]) for r in m["rows"]] == [2, 2]
+    assert m["workload"]["splits"] == [8, 1, 2]
+
+
+async def test_a_matrix_over_the_cell_limit_is_a_422_naming_the_longest_list(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import service.sizing.matrix
+
+    monkeypatch.setattr(service.sizing.matrix, "MAX_MATRIX_CELLS", 20)
+    models = ["llama-3.1-70b", "llama-3.1-8b", "deepseek-v3"]
+    # 3 models x 2 formats x 4 GPUs = 24 cells > 20: the GPUs are the longest list.
+    over = {"models": models, "formats": ["bf16", "fp8"], "gpus": ["h100", "h200", "b200", "l40s"]}
+    response = await client.post("/matrix", json=over)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    detail = (
+        "3 models x 2 formats x 4 GPUs is 24 cells; a matrix holds at most 20 (name fewer gpus)"
+    )
+    assert response.json()["errors"] == [{"field": "gpus", "message": detail}]
+    # Repeats are dropped before the count: h100 and h100-sxm are one GPU, 3 x 2 x 3 = 18 cells.
+    within = {
+        **over,
+        "formats": ["bf16", "fp8", "bf16"],
+        "gpus": ["h100", "h100-sxm", "h200", "b200"],
+    }
+    assert (await client.post("/matrix", json=within)).status_code == 200

@@ -209,7 +209,6 @@ async def test_matrix_and_plan_list_csv_name_their_units(client: Client, priced:
 @pytest.mark.parametrize(
     ("prices", "field"),
     [
-        ({"currency": "USD", "hourly_price_cents": -1}, "hourly_price_cents"),
         ({"hourly_price_cents": 100}, "currency"),
         ({"currency": "USD", "price_observed_on": "2025-02-30"}, "price_observed_on"),
     ],
@@ -220,6 +219,17 @@ async def test_bad_prices_are_422_naming_the_field(
     response = await set_prices(client, admin_headers, "l40s", **prices)
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == field
+
+
+async def test_a_negative_price_is_400_naming_it_as_the_schema_says(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # Money is >= 0 in the schema (GpuBody.hourly_price_cents: minimum 0), so decoding refuses it.
+    response = await set_prices(
+        client, admin_headers, "l40s", currency="USD", hourly_price_cents=-1
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["errors"][0]["field"] == "hourly_price_cents"
 
 
 async def test_a_malformed_currency_is_400_naming_it(

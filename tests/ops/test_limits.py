@@ -284,3 +284,72 @@ def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
     ]
     served = [line for line in lines if line.get("request_id") == "in-flight"]
     assert [(s["route"], s["status"]) for s in served] == [("/plan", 200)]
+
+
+# The issue's worst request (64 models x 16 formats x 64 GPUs x 64 splits, names repeated) as
+# far as the catalogue allows: every shipped GPU and format, repeated to the lists' bounds.
+WORST_MATRIX = {
+    "models": ["llama-3.1-70b", "deepseek-v3", "llama-3.1-8b", "gpt-oss-120b"] * 16,
+    "formats": ["bf16", "fp8", "int4", "mxfp4"] * 4,
+    "gpus": ["h100", "h200", "b200", "a100-80gb"] * 16,
+    "splits": list(range(1, 65)),
+}
+
+
+def test_probes_and_chat_answer_while_the_worst_matrix_computes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real server on loopback: the matrix's computation is held (in its worker thread) until
+    /healthz, /readyz and a signed Slack command have answered, so each answers while the matrix
+    is still computing. On the event loop (as before) the held computation blocked every other
+    request: /healthz never answered."""
+    import threading
+
+    import httpx
+
+    import service.api.compute
+    from service.chatops.signature import sign
+    from tests.loopback import served
+
+    computing, release = threading.Event(), threading.Event()
+    real = service.api.compute.answer_matrix
+
+    def held(*args: Any) -> Any:
+        computing.set()
+        release.wait(timeout=60)  # never hang the suite, even on the old code
+        return real(*args)
+
+    monkeypatch.setattr(service.api.compute, "answer_matrix", held)
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'loop.db'}"
+    migrate(database_url)
+    secret = "loopback-secret"
+    settings = Settings(
+        database_url=database_url, rate_limit_per_minute=0, slack_signing_secret=secret
+    )
+    order: list[tuple[str, int]] = []
+    with served(settings) as base:
+
+        def post_matrix() -> None:
+            response = httpx.post(f"{base}/matrix", json=WORST_MATRIX, timeout=120)
+            order.append(("matrix", response.status_code))
+
+        matrix = threading.Thread(target=post_matrix)
+        matrix.start()
+        try:
+            assert computing.wait(timeout=60), "the matrix never started computing"
+            with httpx.Client(base_url=base, timeout=10) as client:
+                order.append(("healthz", client.get("/healthz").status_code))
+                order.append(("readyz", client.get("/readyz").status_code))
+                body = b"command=%2Fgpu&text=gpus"
+                stamp = str(int(time.time()))
+                headers = {
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "X-Slack-Request-Timestamp": stamp,
+                    "X-Slack-Signature": sign(secret, stamp, body),
+                }
+                chat = client.post("/chatops/slack", content=body, headers=headers)
+                order.append(("chat", chat.status_code))
+        finally:
+            release.set()
+            matrix.join(timeout=120)
+    assert order == [("healthz", 200), ("readyz", 200), ("chat", 200), ("matrix", 200)]

@@ -1,7 +1,10 @@
 """The matrix (part 7, "Which GPUs hold which models?")."""
 
+import pytest
+
+from service.sizing.errors import SizingError
 from service.sizing.formats import FORMATS
-from service.sizing.matrix import SEED_MATRIX_WORKLOAD, build_matrix
+from service.sizing.matrix import SEED_MATRIX_WORKLOAD, build_matrix, validate_size
 from service.sizing.parallel import default_splits
 from tests.unit.sizing.specs import (
     B200,
@@ -77,3 +80,18 @@ def test_a_cell_that_nothing_holds_is_empty() -> None:
     )
     cell = m.rows[0].cells[0]
     assert cell.gpu_count is None and cell.status == "does_not_fit" and not cell.amber
+
+
+def test_a_matrix_holds_at_most_4096_cells_and_names_the_longest_list() -> None:
+    validate_size(64, 1, 64)  # 64 x 1 x 64 = 4,096: the limit itself
+    validate_size(17, 13, 11)  # the shipped catalogue in every format: 2,431
+    with pytest.raises(SizingError) as error:
+        validate_size(64, 1, 65)  # 4,160 cells
+    assert error.value.field == "gpus"
+    assert error.value.message == (
+        "64 models x 1 formats x 65 GPUs is 4,160 cells; a matrix holds at most 4,096 "
+        "(name fewer gpus)"
+    )
+    with pytest.raises(SizingError) as error:
+        validate_size(64, 16, 64)  # the issue's request without its repeats dropped: 65,536
+    assert error.value.field == "models"  # a tie between models and gpus names the first
