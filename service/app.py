@@ -69,7 +69,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
         # No "autocommit": RequestTransaction below commits, and answers for a failed commit.
         set_default_exception_handler=False,  # keep problem details for every error
     )
-    keys = KeyVerifier(db_config.get_session)  # shared by RequestMiddleware and the guards
+    # Shared by RequestMiddleware and the guards; bounded like every request's database work.
+    keys = KeyVerifier(db_config.get_session, timeout_s=settings.db_request_deadline_s)
     app = Litestar(
         route_handlers=[
             *health_handlers,

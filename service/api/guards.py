@@ -11,6 +11,7 @@ costs one database lookup every few seconds, not one per request (an inactivated
 working that long at most).
 """
 
+import asyncio
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -52,8 +53,12 @@ class KeyVerifier:
         sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]],
         ttl_s: float = KEY_CACHE_S,
         clock: Callable[[], float] = time.monotonic,
+        timeout_s: float | None = None,
     ) -> None:
         self._sessions = sessions
+        # The lookup runs in the middleware, outside the request's database deadline
+        # (service/api/transactions.py): a frozen network must not hold it longer.
+        self._timeout_s = timeout_s
         self._ttl_s = ttl_s
         self._clock = clock
         self._valid: dict[str, tuple[Principal, float]] = {}
@@ -67,8 +72,8 @@ class KeyVerifier:
         """The key's principal, None when no active key matches; database errors propagate."""
         if (principal := self.cached(key)) is not None:
             return principal
-        async with self._sessions() as session:
-            row = await find_key(session, key)
+        async with asyncio.timeout(self._timeout_s), self._sessions() as session:
+            row = await find_key(session, key)  # TimeoutError past timeout_s: a 503
         if row is None:
             return None
         now = self._clock()

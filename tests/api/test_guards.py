@@ -1,5 +1,6 @@
 """The key verifier the rate limit and the guards share: valid keys are remembered briefly."""
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -8,6 +9,7 @@ import pytest
 
 import service.api.guards
 from service.api.guards import KeyVerifier, Principal, bearer_key
+from service.api.problems import EXCEPTION_HANDLERS, database_error_handler
 
 
 class _Row:
@@ -48,3 +50,22 @@ def test_only_a_non_empty_bearer_credential_is_a_key() -> None:
     assert bearer_key("Bearer  ") is None
     assert bearer_key("Basic dXNlcjpwdw==") is None
     assert bearer_key("") is None
+
+
+async def test_a_lookup_that_never_answers_ends_at_the_timeout_as_a_timeout_error() -> None:
+    # A frozen network: the session's lookup never returns. The verifier runs in the middleware,
+    # outside the request's database deadline, so it carries its own bound (the app passes
+    # DB_REQUEST_DEADLINE_S) and a TimeoutError is what the problem mapping answers 503 for.
+    @contextlib.asynccontextmanager
+    async def sessions() -> AsyncIterator[Any]:
+        await asyncio.Event().wait()  # never set
+        yield None
+
+    verifier = KeyVerifier(sessions, timeout_s=0.05)  # type: ignore[arg-type]
+    lookup = asyncio.ensure_future(verifier.verify("good"))
+    # Waiting 30 s only keeps the test from hanging if the bound were missing: then the lookup
+    # is still running, and the assertion fails.
+    await asyncio.wait({lookup}, timeout=30)
+    assert lookup.done(), "the lookup was not bounded"
+    assert isinstance(lookup.exception(), TimeoutError)
+    assert EXCEPTION_HANDLERS[TimeoutError] is database_error_handler  # the 503 + Retry-After
