@@ -128,7 +128,8 @@ def matrix_markdown(m: Matrix) -> str:
         "",
         f"{w.concurrency} conversations of {w.context_tokens:,} tokens, "
         f"{to_gb(w.overhead_bytes_per_gpu):,.1f} GB overhead per GPU, "
-        f"{w.gpu_memory_utilization:.0%} fill; each cell: GPUs and spare. Amber: under 5% spare.",
+        f"{w.gpu_memory_utilization:.0%} fill, {w.capacity_basis} capacity; each cell: GPUs and "
+        "spare. Amber: under 5% spare.",
         "",
         "| model | format | weights GB | " + " | ".join(m.gpus) + " |",
         "|---|---|---:|" + "---:|" * len(m.gpus),

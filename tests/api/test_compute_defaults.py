@@ -110,3 +110,18 @@ async def test_options_rank_two_comfortable_h200s_above_an_amber_b200(client: Cl
     assert default["spare_bytes"] == 18_658_347_827
     # A named GPU has no options to rank.
     assert (await post(client, "/plan", {**body, "gpu": "h200"}))["ranking_rule"] == ""
+
+
+async def test_the_matrix_markdown_names_the_capacity_basis_its_numbers_use(client: Client) -> None:
+    # The spares differ by basis (an H100 holds 80 GB marketed, 85,520,809,984 B visible), so
+    # the readable matrix says which one it used: the default driver, or marketed when asked.
+    query = "models=llama-3.1-70b&gpus=h100"
+    markdown = {"Accept": "text/markdown"}
+    default = await client.get(f"/matrix?{query}", headers=markdown)
+    assert "90% fill, driver capacity;" in default.text
+    marketed = await client.post(
+        "/matrix",
+        json={"models": ["llama-3.1-70b"], "gpus": ["h100"], "capacity_basis": "marketed"},
+        headers=markdown,
+    )
+    assert "90% fill, marketed capacity;" in marketed.text
