@@ -33,4 +33,5 @@ openapi: install
 bench: install
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py
+	$(BIN)/python bench/matrix_load.py
 	$(BIN)/python bench/startup_log.py

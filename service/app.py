@@ -8,7 +8,7 @@ from advanced_alchemy.extensions.litestar import (
     SQLAlchemyAsyncConfig,
     SQLAlchemyPlugin,
 )
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -16,15 +16,24 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
+from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
-from service.api.openapi import forbid_unknown_properties
+from service.api.negotiation import NEGOTIATED, negotiate
+from service.api.openapi import (
+    declare_negotiation,
+    document_retry_after,
+    forbid_unknown_properties,
+    state_bounds,
+)
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
+from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
 from service.chatops.replay import ReplayGuard
-from service.db import create_engine
+from service.db import create_engine, settle_abandoned
 from service.observability import (
+    UNLIMITED_PATHS,
     Metrics,
     RateLimiter,
     RequestMiddleware,
@@ -51,22 +60,33 @@ def create_app(settings: Settings | None = None) -> Litestar:
         engine,
         settings.catalogue_refresh_s,
         on_error=lambda _exc: metrics.database_error("catalogue"),
+        timeout_s=settings.db_request_deadline_s,
     )
     db_config = SQLAlchemyAsyncConfig(
         engine_instance=engine,
         session_config=AsyncSessionConfig(expire_on_commit=False),
-        before_send_handler="autocommit",  # commit on 2xx, roll back on anything else
         create_all=False,  # the schema arrives by migration only
+        # No "autocommit": RequestTransaction below commits, and answers for a failed commit.
         set_default_exception_handler=False,  # keep problem details for every error
     )
+    # Shared by RequestMiddleware and the guards; bounded like every request's database work.
+    keys = KeyVerifier(db_config.get_session, timeout_s=settings.db_request_deadline_s)
     app = Litestar(
         route_handlers=[
             *health_handlers,
-            *catalogue_handlers,
-            *compute_handlers,
-            *verify_handlers,
-            *plan_handlers,
-            *chatops_handlers,
+            # The API: Accept, Content-Type and the JSON body checked before the handler runs.
+            Router(
+                "/",
+                route_handlers=[
+                    *catalogue_handlers,
+                    *compute_handlers,
+                    *verify_handlers,
+                    *plan_handlers,
+                ],
+                before_request=negotiate,
+                opt={NEGOTIATED: True},
+            ),
+            *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
@@ -80,10 +100,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 "metrics": metrics,
                 "cache": cache,
                 "slack_replays": ReplayGuard(),  # per replica: see service/chatops/replay.py
+                "key_verifier": keys,
             }
         ),
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
-        on_shutdown=[cache.close],
+        on_shutdown=[cache.close, settle_abandoned],
         openapi_config=OpenAPIConfig(
             title="GPU capacity planner",
             version=VERSION,
@@ -102,15 +123,30 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ),
     )
     forbid_unknown_properties(app.openapi_schema)
+    declare_negotiation(app)
+    state_bounds(app.openapi_schema)
+    document_retry_after(app.openapi_schema, UNLIMITED_PATHS)
     # Outside routing and the exception handlers: every request gets an id, a log line,
     # metrics and the rate limit, 404s and 413s included.
-    limiter = (
-        RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
-        if settings.rate_limit_per_minute > 0
-        else None
+    # Inside it: the request's transaction (commit on 2xx, roll back otherwise) and deadline.
+    transaction = RequestTransaction(
+        app.asgi_handler,
+        deadline_s=settings.db_request_deadline_s,
+        retry_after_s=settings.retry_after_s,
+        session_key=db_config.session_scope_key,
+        on_database_error=lambda: metrics.database_error("request"),
     )
+    limited = settings.rate_limit_per_minute > 0
+    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    failures = settings.auth_failures_per_minute
     app.asgi_handler = RequestMiddleware(
-        app.asgi_handler, metrics=metrics, cache=cache, limiter=limiter
+        transaction,
+        metrics=metrics,
+        cache=cache,
+        limiter=limiter if limited else None,
+        keys=keys,
+        auth_failures=RateLimiter(failures, failures) if limited and failures > 0 else None,
+        proxy_header=settings.trusted_proxy_header,
     )
     return app
 

@@ -35,6 +35,7 @@ from service.plans.evaluate import (
     TrainingAnswer,
     answer_plan,
     model_from_config,
+    weight_format_of,
 )
 from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import SizingError, require
@@ -92,9 +93,9 @@ def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
 
 
 class LocalCatalogue:
-    """The rows the migrations ship (0002, 0007's additions, 0007's and 0008's corrections), as the
-    server's catalogue cache holds them: resolved by slug or alias the way the server
-    resolves."""
+    """The rows the migrations ship (0002, 0007's additions, the corrections of 0007, 0008,
+    0010 and 0011), as the server's catalogue cache holds them: resolved by slug or alias the way the
+    server resolves."""
 
     def __init__(self) -> None:
         self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})
@@ -138,7 +139,8 @@ def local_plan(request: PlanRequest) -> PlanAnswer | TrainingAnswer:
         assert request.model is not None
         model = cat.model(request.model)
     gpus = [cat.gpu(request.gpu)] if request.gpu is not None else cat.all_gpus()
-    weights, kv = cat.formats_for(request.weight_format, request.kv_format)
+    weight_slug = weight_format_of(request.weight_format, model.checkpoint_format)
+    weights, kv = cat.formats_for(weight_slug, request.kv_format)
     return answer_plan(request, model, gpus, weights, kv, cat.prices())
 
 
@@ -224,7 +226,7 @@ def render_plan(answer: PlanAnswer | TrainingAnswer) -> str:
     ]
     out.append(table(["per GPU", "bytes", "GB", "GiB"], rows))
     if p.options:
-        out += ["", f"every GPU, best first (by {p.rank_by}):"]
+        out += ["", f"every GPU, best first (by {p.rank_by}): {p.ranking_rule}"]
         option_rows = [
             [
                 str(i),
@@ -320,8 +322,25 @@ def render_offload(o: Offload) -> str:
                     f"{to_gib(o.offloaded_bytes):,.2f}",
                     f"{o.link_s_per_step * 1000:,.1f}",
                 ],
+                [
+                    "crossing per step",
+                    f"{o.link_bytes_per_step:,}",
+                    f"{to_gb(o.link_bytes_per_step):,.2f}",
+                    f"{to_gib(o.link_bytes_per_step):,.2f}",
+                    "",
+                ],
+                [
+                    "KV read (HBM)",
+                    f"{o.kv_read_bytes:,}",
+                    f"{to_gb(o.kv_read_bytes):,.2f}",
+                    f"{to_gib(o.kv_read_bytes):,.2f}",
+                    f"{o.kv_s_per_step * 1000:,.1f}",
+                ],
             ],
         ),
+        "",
+        f"mechanism {o.mechanism}: {o.mechanism_note}",
+        *[f"warning {w.code}: {w.message}" for w in o.warnings],
     ]
     if alt.gpu_count is not None and alt.tokens_per_s is not None:
         lines += [
@@ -347,6 +366,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", type=int, help="tokens per conversation (default 8192)")
     parser.add_argument("--utilisation", type=float, help="GPU memory fill (default 0.9)")
     parser.add_argument("--overhead-bytes", type=int, help="per GPU (default 4000000000)")
+    parser.add_argument(
+        "--capacity-basis",
+        choices=["driver", "marketed"],
+        help="driver (default): the bytes nvidia-smi shows; marketed: the vendor's GB (the seeds')",
+    )
 
 
 def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -354,7 +378,9 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     plan.add_argument("model", nargs="?", help="catalogue slug, e.g. llama-3.1-70b")
     plan.add_argument("--config", help="a Hugging Face config.json to plan instead of a slug")
     plan.add_argument("--gpu", help="GPU slug or alias (default: rank every GPU)")
-    plan.add_argument("--format", default="bf16", help="weight format (default bf16)")
+    plan.add_argument(
+        "--format", help="weight format (default: the checkpoint's as published, else bf16)"
+    )
     plan.add_argument("--kv-format", help="default: 16-bit beside 16-bit weights, else fp8")
     plan.add_argument("--splits", help="GPU counts to try, e.g. 1,2,4,8")
     plan.add_argument("--rank-by", choices=["gpus", "hourly_cost", "purchase_cost"])
@@ -377,6 +403,12 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     off.add_argument("--format", default="bf16")
     off.add_argument("--resident-bytes", type=int, help="weights kept in GPU memory")
     off.add_argument("--batch", type=int, default=1, help="conversations per step (default 1)")
+    off.add_argument(
+        "--mechanism",
+        choices=("uva", "copy"),
+        default="uva",
+        help="uva: kernels read offloaded weights in place (vLLM V1); copy: layers copied in",
+    )
     _common(off)
 
 
@@ -386,6 +418,7 @@ def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]
         "context_tokens": args.context,
         "gpu_memory_utilization": args.utilisation,
         "overhead_bytes_per_gpu": args.overhead_bytes,
+        "capacity_basis": args.capacity_basis,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -393,7 +426,7 @@ def _workload(args: argparse.Namespace, *, users: bool = True) -> dict[str, Any]
 def _request(args: argparse.Namespace) -> msgspec.Struct:
     """The request body the server would get, checked by the same Structs (bounds included)."""
     if args.command == "plan":
-        fields: dict[str, Any] = {"weight_format": args.format}
+        fields: dict[str, Any] = {"weight_format": args.format} if args.format else {}
         if args.config:
             if args.model:
                 raise SizingError("model", "give a catalogue model or --config, not both")
@@ -428,6 +461,7 @@ def _request(args: argparse.Namespace) -> msgspec.Struct:
         "gpu_count": args.count,
         "weight_format": args.format,
         "batch_size": args.batch,
+        "mechanism": args.mechanism,
     }
     if args.resident_bytes is not None:
         fields["resident_bytes"] = args.resident_bytes

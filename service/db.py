@@ -1,9 +1,12 @@
-"""Database plumbing shared by the app and the CLI: engines, Alembic, readiness."""
+"""Database plumbing shared by the app and the CLI: engines, Alembic, readiness, time bounds."""
 
+import asyncio
+import logging
 import math
+from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -17,6 +20,8 @@ from service.settings import ensure_sqlite_directory, sync_url
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS_DIR = ROOT / "migrations"
 ALEMBIC_INI = ROOT / "alembic.ini"
+log = logging.getLogger("service.db")
+T = TypeVar("T")
 
 
 def alembic_config(database_url: str) -> Config:
@@ -57,6 +62,17 @@ def timeout_connect_args(
     if database_url.startswith(("postgresql+psycopg", "postgresql://", "postgresql+psycopg2")):
         if connect_timeout_s:
             args["connect_timeout"] = max(2, math.ceil(connect_timeout_s))  # libpq: whole s, >= 2
+            # A partition sends no error: the server-side statement_timeout never reaches us.
+            # libpq's TCP options make the kernel give up on a silent peer: keepalive probes
+            # on an idle connection (after connect_timeout s, then 3 probes 1 s apart), and
+            # tcp_user_timeout on bytes sent but not acknowledged for connect_timeout s.
+            args |= {
+                "keepalives": 1,
+                "keepalives_idle": max(1, math.ceil(connect_timeout_s)),
+                "keepalives_interval": 1,
+                "keepalives_count": 3,
+                "tcp_user_timeout": math.ceil(connect_timeout_s * 1000),
+            }
         if statement_timeout_s:
             args["options"] = f"-c statement_timeout={int(statement_timeout_s * 1000)}"
     elif database_url.startswith("postgresql+asyncpg"):
@@ -94,3 +110,62 @@ async def current_revision(engine: AsyncEngine) -> str | None:
         return await connection.run_sync(
             lambda sync: MigrationContext.configure(sync).get_current_revision()
         )
+
+
+# Time bounds --------------------------------------------------------------------------------
+
+_abandoned: set["asyncio.Task[Any]"] = set()
+REAP_GRACE_S = 1.0
+REAP_ATTEMPTS = 5
+
+
+async def _reap(task: "asyncio.Task[Any]", after: Callable[[], Awaitable[None]] | None) -> None:
+    """Cancel an abandoned database call until it ends. One cancel is not always enough:
+    psycopg answers the first by sending the server a cancel request and waiting for the
+    query to end (up to 5 + 5 s, over a network that may be the one that is gone); a second
+    cancel makes it close the connection at once."""
+    for _ in range(REAP_ATTEMPTS):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait({task}, timeout=REAP_GRACE_S)
+    if not task.done():
+        log.warning("an abandoned database call did not end after %d cancels", REAP_ATTEMPTS)
+        return
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("abandoned database call ended with %r", task.exception())
+    if after is not None:
+        try:
+            await after()
+        except Exception as exc:  # cleanup of a call already given up on: log, never raise
+            log.debug("cleanup after an abandoned database call failed: %r", exc)
+
+
+def abandon(task: "asyncio.Task[Any]", after: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Stop waiting for ``task``: it is cancelled (repeatedly) in the background, then
+    ``after`` runs (once the task has ended; never while it still runs)."""
+    reaper = asyncio.ensure_future(_reap(task, after))
+    _abandoned.add(reaper)
+    reaper.add_done_callback(_abandoned.discard)
+
+
+async def settle_abandoned() -> None:
+    """Wait for the abandoned calls to end (shutdown; tests)."""
+    if _abandoned:
+        await asyncio.wait(set(_abandoned), timeout=REAP_GRACE_S * (REAP_ATTEMPTS + 1))
+
+
+async def within(seconds: float, call: Awaitable[T]) -> T:
+    """``call``'s result, or TimeoutError once ``seconds`` have passed. Unlike asyncio.timeout
+    this does not wait for the cancelled call to unwind (psycopg may take 10 s to give up on a
+    frozen network): the call runs in its own task, abandoned on time-out (see abandon)."""
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except BaseException:  # our caller was cancelled (its own deadline): stop the call too
+        abandon(task)
+        raise
+    if not done:
+        abandon(task)
+        raise TimeoutError(f"the database did not answer within {seconds:g} s")
+    return task.result()

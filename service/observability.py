@@ -8,11 +8,15 @@ the exception handlers, so it sees every request, 404s and 413s included:
   (``request_id``, through ``scope["state"]``) and into the request's log line;
 - one structlog JSON line per request: method, path, route template, status, duration, caller;
 - metrics by route *template* (``/plans/{plan_id:int}``, never the raw path: bounded labels);
-- rate limit per API key (sha256 of the bearer key; anonymous callers by client address),
-  a token bucket per replica: ``RATE_LIMIT_PER_MINUTE`` (default 600) refilled continuously,
-  ``RATE_LIMIT_BURST`` (default 120) at once; over it, 429 problem+json with Retry-After.
-  /healthz, /readyz and /metrics are never limited (probes and scrapes). Behind N replicas the
-  effective limit is up to N times higher: it protects each replica, it is not a quota;
+- rate limit per verified principal: a presented key is verified here (KeyVerifier, cached a
+  few seconds) and its principal handed to the guards in ``scope["state"]``; anonymous callers
+  and keys that fail are limited by client address (the socket peer, or TRUSTED_PROXY_HEADER).
+  A token bucket per replica: ``RATE_LIMIT_PER_MINUTE`` (default 600) refilled continuously,
+  ``RATE_LIMIT_BURST`` (default 120) at once; failed authentications have their own, stricter
+  bucket per address (``AUTH_FAILURES_PER_MINUTE``, default 20), checked before the lookup, so
+  guessing keys ends in 429s, not database lookups. Over a limit, 429 problem+json with
+  Retry-After. /healthz, /readyz and /metrics are never limited (probes and scrapes). Behind N
+  replicas the effective limit is up to N times higher: it protects each replica, not a quota;
 - a catalogue write answered 2xx on this replica expires the catalogue cache
   (service.catalogue.cache) that the computations are served from.
 
@@ -20,7 +24,6 @@ Litestar's built-in RateLimitMiddleware was not used: it keeps every request tim
 (STACK-NOTES: throughput fell ~8x at high limits) and its 429 carries no Retry-After.
 """
 
-import hashlib
 import logging
 import re
 import sys
@@ -37,7 +40,8 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.exposition import generate_latest
 
-from service.api.problems import PROBLEM_JSON, Problem
+from service.api.guards import AUTH_ERROR, AUTH_FAILED, PRINCIPAL, KeyVerifier, bearer_key
+from service.api.problems import PROBLEM_JSON, make_problem
 from service.catalogue.cache import CatalogueCache
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -137,7 +141,9 @@ class Metrics:
             registry=r,
         )
         self.rate_limited = Counter(
-            "planner_rate_limited", "Requests answered 429 by the per-key rate limit", registry=r
+            "planner_rate_limited",
+            "Requests answered 429 by the rate limit (per principal, address or failed key)",
+            registry=r,
         )
 
     def database_error(self, where: str) -> None:
@@ -183,6 +189,11 @@ class RateLimiter:
         self._buckets[caller] = (tokens, now)
         return (1.0 - tokens) / self.rate
 
+    def give_back(self, caller: str) -> None:
+        """Undo one take(): the request turned out not to count against this bucket."""
+        tokens, at = self._buckets.get(caller, (self.burst, self._clock()))
+        self._buckets[caller] = (min(self.burst, tokens + 1.0), at)
+
     def _forget_full(self, now: float) -> None:
         """Callers whose bucket has refilled are indistinguishable from new ones: drop them."""
         self._buckets = {
@@ -192,14 +203,28 @@ class RateLimiter:
         }
 
 
-def caller_of(scope: Scope) -> str:
+MAX_ADDRESS_CHARS = 64  # an IPv6 address with a zone fits; a longer one is not an address
+
+
+def client_address(scope: Scope, proxy_header: bytes = b"") -> str:
+    """The caller's address: the last value of ``proxy_header`` (lower-case) when configured and
+    present, else the socket peer's."""
+    if proxy_header:
+        found = b""
+        for name, value in scope["headers"]:
+            if name == proxy_header:
+                found = value.rsplit(b",", 1)[-1].strip() or found
+        if found:
+            return found[:MAX_ADDRESS_CHARS].decode("latin-1")
+    client = scope.get("client")
+    return client[0] if client else "-"
+
+
+def authorization_of(scope: Scope) -> str:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, key = value.partition(b" ")
-            if scheme.lower() == b"bearer" and key.strip():
-                return "key:" + hashlib.sha256(key.strip()).hexdigest()[:16]
-    client = scope.get("client")
-    return f"addr:{client[0] if client else '-'}"
+            return value.decode("latin-1")
+    return ""
 
 
 # The middleware --------------------------------------------------------------------------
@@ -229,11 +254,17 @@ class RequestMiddleware:
         metrics: Metrics,
         cache: CatalogueCache,
         limiter: RateLimiter | None,
+        keys: KeyVerifier,
+        auth_failures: RateLimiter | None = None,
+        proxy_header: str = "",
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.cache = cache
         self.limiter = limiter
+        self.keys = keys
+        self.auth_failures = auth_failures
+        self.proxy_header = proxy_header.strip().lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -268,18 +299,48 @@ class RequestMiddleware:
 
         route = UNMATCHED
         try:
-            if self.limiter is not None and path not in UNLIMITED_PATHS:
-                wait = self.limiter.take(caller_of(scope))
-                if wait:
+            if path not in UNLIMITED_PATHS:
+                limited = await self._limit(scope)
+                if limited is not None:
                     route = "<rate-limited>"
                     self.metrics.rate_limited.inc()
-                    await _too_many_requests(scope, send_with_id, wait, request_id)
+                    await _too_many_requests(scope, send_with_id, *limited, request_id)
                     return
             await self.app(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
             route = str(scope.get("path_template") or route)
             self._record(scope, method, path, route, status, elapsed, request_id, b"".join(body))
+
+    async def _limit(self, scope: Scope) -> tuple[float, str] | None:
+        """Verify a presented key (state for the guards), then take a token from the caller's
+        bucket: (seconds to wait, whose limit) when there is none."""
+        state: dict[str, Any] = scope["state"]  # type: ignore[typeddict-item]
+        address = state["client_address"] = client_address(scope, self.proxy_header)
+        caller, whose = f"addr:{address}", "this client address"
+        key = bearer_key(authorization_of(scope))
+        if key is not None:
+            principal = self.keys.cached(key)
+            if principal is None:
+                # Every lookup of an unknown key costs a token of the address's failure bucket,
+                # taken first so that guessing stops before the database is asked again.
+                if self.auth_failures is not None:
+                    wait = self.auth_failures.take(caller)
+                    if wait:
+                        return wait, "failed authentications from this client address"
+                try:
+                    principal = await self.keys.verify(key)
+                except Exception as exc:  # database unavailable: the guard answers 503
+                    state[AUTH_ERROR] = exc
+                if self.auth_failures is not None and (principal or AUTH_ERROR in state):
+                    self.auth_failures.give_back(caller)  # not a failed authentication
+            if principal is not None:
+                state[PRINCIPAL] = principal
+                caller, whose = f"principal:{principal.name}", "this API key"
+            elif AUTH_ERROR not in state:
+                state[AUTH_FAILED] = True
+        wait = self.limiter.take(caller) if self.limiter is not None else 0.0
+        return (wait, whose) if wait else None
 
     def _record(
         self,
@@ -297,11 +358,13 @@ class RequestMiddleware:
         self.metrics.latency.labels(*labels).observe(elapsed)
         if 200 <= status < 300:
             if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):
-                self.cache.expire()  # committed (autocommit runs before the answer starts)
+                self.cache.expire()  # committed (the commit runs before the answer starts)
             if body:
                 self._count_plans(route, status, body)
-        principal = scope.get("state", {}).get("principal")
+        state = scope.get("state", {})
+        principal = state.get(PRINCIPAL)
         client = scope.get("client")
+        address = state.get("client_address") or (client[0] if client else None)
         request_log.log(
             logging.WARNING if status >= 500 else logging.INFO,
             "request",
@@ -311,7 +374,7 @@ class RequestMiddleware:
             route=route,
             status=status,
             duration_ms=round(elapsed * 1000, 2),
-            client=client[0] if client else None,
+            client=address,
             principal=getattr(principal, "name", None),
         )
 
@@ -332,15 +395,16 @@ class RequestMiddleware:
             pass
 
 
-async def _too_many_requests(scope: Scope, send: Send, wait: float, request_id: str) -> None:
+async def _too_many_requests(
+    scope: Scope, send: Send, wait: float, whose: str, request_id: str
+) -> None:
     retry_after = max(1, int(wait + 0.999))
-    problem = Problem(
-        type="urn:gpu-planner:rate-limited",
-        title="Too Many Requests",
-        status=429,
-        detail=f"rate limit for this API key reached; retry in {retry_after} s",
-        instance=scope["path"],
-        request_id=request_id,
+    problem = make_problem(
+        429,
+        f"rate limit for {whose} reached; retry in {retry_after} s",
+        scope["path"],
+        request_id,
+        type_="urn:gpu-planner:rate-limited",
     )
     payload = msgspec.json.encode(problem)
     await send(

@@ -27,11 +27,27 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     db_connect_timeout_s: float = 5.0
     db_statement_timeout_s: float = 10.0
     db_pool_timeout_s: float = 5.0
+    db_request_deadline_s: float = 15.0
+    """Every request answers within this (503 + Retry-After, its transaction rolled back) even
+    when the database stops answering mid-call (a partition sends no error); 0 disables."""
+    db_readiness_timeout_s: float = 2.0
+    """/readyz answers 503 when the database takes longer than this to answer its probe."""
     retry_after_s: int = 5
     """Retry-After on a 503 answered because the database does not answer."""
     rate_limit_per_minute: int = 600
-    """Requests per minute per API key (anonymous callers: per client address); 0 disables."""
+    """Requests per minute per verified principal (anonymous callers and failed authentications:
+    per client address, see trusted_proxy_header); 0 disables every rate limit."""
     rate_limit_burst: int = 120
+    auth_failures_per_minute: int = 20
+    """Failed authentications (a key that is unknown or inactive) allowed per client address a
+    minute, as many at once; past it a 429 without looking the key up. 0 disables this limit
+    (RATE_LIMIT_PER_MINUTE=0 disables both)."""
+    trusted_proxy_header: str = ""
+    """Where a trusted reverse proxy puts the caller's address, e.g. X-Forwarded-For: its last
+    comma-separated value (the one that proxy appended) keys the rate limit of anonymous and
+    failed-authentication requests and goes into the log. Empty (default): the socket peer
+    address, and any such header is ignored. Set it only when every request comes through that
+    proxy; else a client can claim any address."""
     shutdown_grace_s: float = 20.0
     """On SIGTERM: stop accepting, let in-flight requests finish for up to this long."""
 

@@ -7,7 +7,6 @@ write leaves nothing behind.
 """
 
 import datetime
-import re
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -19,8 +18,6 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.catalogue_schemas import (
-    MAX_SOURCE_LENGTH,
-    SLUG_PATTERN,
     FormatBody,
     FormatPage,
     GpuBody,
@@ -36,9 +33,9 @@ from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
 from service.catalogue.hf_config import ImportDetails, ImportedModel, import_config
-from service.catalogue.lookup import KIND, closest, resolve
+from service.catalogue.lookup import KIND, closest, resolve, same_text_ignoring_case
 from service.catalogue.repositories import REPOSITORIES
-from service.catalogue.tables import SLUG_LENGTH, Format, Gpu, Interconnect, Model
+from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec, validate_model
 
@@ -93,23 +90,7 @@ async def _exact(session: AsyncSession, table: type[Row], slug: str) -> Row:
     return row
 
 
-def _check_lists(data: Any) -> None:
-    for index, alias in enumerate(data.aliases):
-        require(
-            re.fullmatch(SLUG_PATTERN, alias) is not None and len(alias) <= SLUG_LENGTH,
-            f"aliases[{index}]",
-            "must be a lowercase slug (a-z, 0-9, '.', '_', '-'), at most 64 characters",
-        )
-    for index, source in enumerate(data.sources):
-        require(
-            0 < len(source) <= MAX_SOURCE_LENGTH and "\x00" not in source,
-            f"sources[{index}]",
-            f"must be 1 to {MAX_SOURCE_LENGTH} characters of text",
-        )
-
-
 async def _create(session: AsyncSession, table: type[Row], data: Any) -> Row:
-    _check_lists(data)
     existing = await session.scalar(select(table.id).where(table.slug == data.slug))
     if existing is not None:
         raise Conflict("slug", f"{KIND[table]} {data.slug!r} already exists")
@@ -121,7 +102,6 @@ async def _create(session: AsyncSession, table: type[Row], data: Any) -> Row:
 
 async def _replace(session: AsyncSession, table: type[Row], slug: str, data: Any) -> Row:
     row = await _exact(session, table, slug)
-    _check_lists(data)
     require(data.slug == slug, "slug", "must equal the slug in the path (slugs are stable)")
     for name, value in msgspec.structs.asdict(data).items():
         setattr(row, name, value)
@@ -136,10 +116,9 @@ async def _delete(session: AsyncSession, table: type[Row], slug: str) -> None:
 
 
 def _check_prices(data: GpuBody) -> None:
-    """Prices are non-negative, dated by a real day, and need a currency; else 422."""
+    """Prices are dated by a real day and need a currency; else 422 (the schema bounds them)."""
     for name in ("hourly_price_cents", "purchase_price_cents"):
         value = getattr(data, name)
-        require(value is None or value >= 0, name, "must not be negative")
         require(value is None or data.currency is not None, "currency", f"{name} needs one")
     if data.price_observed_on is not None:
         try:
@@ -234,7 +213,7 @@ class GpuController(Controller):
     ) -> GpuPage:
         where: list[ColumnElement[bool]] = []
         if vendor is not None:
-            where.append(Gpu.vendor.ilike(vendor))
+            where.append(same_text_ignoring_case(Gpu.vendor, vendor))
         if fp8 is not None:
             where.append(Gpu.fp8.is_(fp8))
         if fp4 is not None:

@@ -33,11 +33,13 @@ Slug = Annotated[
 ]
 Name = Annotated[str, Meta(max_length=200, pattern=_NO_NUL)]
 LongText = Annotated[str, Meta(max_length=4000, pattern=_NO_NUL)]
-# Litestar does not render constraints on list items, so items are checked in the controller
-# (422 naming e.g. aliases[2]) rather than by msgspec (a 400 the spec would not explain).
+# Items are checked by msgspec (a 400 naming e.g. aliases[2]); service.api.openapi states their
+# bounds, which Litestar's renderer drops.
 MAX_SOURCE_LENGTH = 1000
-Sources = Annotated[list[str], Meta(max_length=50)]
-Aliases = Annotated[list[str], Meta(max_length=20, description="Slug-shaped short names.")]
+Source = Annotated[str, Meta(min_length=1, max_length=MAX_SOURCE_LENGTH, pattern=_NO_NUL)]
+Sources = Annotated[list[Source], Meta(max_length=50)]
+Alias = Annotated[str, Meta(min_length=1, max_length=64, pattern=SLUG_PATTERN)]
+Aliases = Annotated[list[Alias], Meta(max_length=20, description="Slug-shaped short names.")]
 PositiveBytes = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
 Bytes = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)]
 PositiveCount = Annotated[int, Meta(gt=0, le=MAX_SAFE_INT)]
@@ -51,7 +53,7 @@ OptionalTokens = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
 Bits = Annotated[int, Meta(ge=0, le=64)]
 BlockSize = Annotated[int, Meta(ge=0, le=2**20)]
 Currency = Annotated[str, Meta(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.g. USD")]
-Money = Annotated[int, Meta(le=MAX_SAFE_INT, description="Integer minor units (cents), >= 0")]
+Money = Annotated[int, Meta(ge=0, le=MAX_SAFE_INT, description="Integer minor units (cents)")]
 IsoDate = Annotated[
     str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", extra_json_schema={"format": "date"})
 ]

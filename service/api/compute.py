@@ -1,20 +1,20 @@
 """The computations: POST /plan, GET|POST /matrix, POST /offload.
 
 Each handler parses, looks the names up in the catalogue, calls the sizing core and renders
-(JSON by default; markdown on Accept: text/markdown; CSV on /matrix with Accept: text/csv).
+(JSON by default; markdown on Accept: text/markdown; CSV on /matrix with Accept: text/csv;
+see service/api/negotiation.py for what else the Accept header may do).
 """
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
+from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
 from service.api.problems import problems
 from service.api.render import (
     matrix_csv,
@@ -27,6 +27,9 @@ from service.catalogue import lookup
 from service.catalogue.prices import gpu_prices
 from service.plans.compute import (
     DEFAULT_MATRIX_FORMATS,
+    MAX_MATRIX_FORMATS,
+    MAX_MATRIX_GPUS,
+    MAX_MATRIX_MODELS,
     MatrixRequest,
     OffloadRequest,
     answer_matrix,
@@ -39,32 +42,15 @@ from service.plans.evaluate import (
     evaluate_plan,
     resolve_formats,
 )
+from service.plans.threads import off_loop
+from service.sizing.cost import CostedMatrix
+from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload
 from service.verify.plan import VllmPlanAnswer
 
 Session = NamedDependency[AsyncSession]
 OPEN = [open_unless_required("viewer")]
 COMPUTE_ERRORS = problems(400, 401, 403, 404, 413, 422)
-MARKDOWN, CSV, JSON = "text/markdown", "text/csv", "application/json"
-
-
-def also_served_as(*media_types: str) -> type[Operation]:
-    """An OpenAPI operation whose 200 answer also lists the text renderings."""
-
-    @dataclass
-    class TextRenderings(Operation):
-        def __post_init__(self) -> None:
-            ok = (self.responses or {}).get("200")
-            content = getattr(ok, "content", None)
-            if content is not None:
-                for media_type in media_types:
-                    content[media_type] = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))
-
-    return TextRenderings
-
-
-def wants(request: Request[Any, Any, Any], *offered: str) -> str:
-    return request.accept.best_match([JSON, *offered], default=JSON)
 
 
 def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None) -> Response[Any]:
@@ -92,39 +78,63 @@ async def plan_endpoint(
             return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
         if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
             return csv_attachment(plans_csv(answer.options or [answer]), "plans.csv")  # type: ignore[arg-type]
+    else:
+        wants(request)  # training and vLLM answers are JSON only: else a 406
     return Response(answer)
+
+
+def _rendered(wanted: str, *args: Any) -> "CostedMatrix | str":
+    """The matrix, and its text rendering when one is wanted (both CPU-bound: off the loop)."""
+    m = answer_matrix(*args)
+    if wanted == MARKDOWN:
+        return matrix_markdown(m)
+    return matrix_csv(m) if wanted == CSV else m
 
 
 async def _matrix(
     request: Request[Any, Any, Any], session: AsyncSession, data: MatrixRequest
 ) -> Response[Any]:
+    # Each name looked up once: repeats are dropped (first-seen order) before the core sees them.
     if data.models:
-        models = [await lookup.model_spec(session, s, field="models") for s in data.models]
+        models = [await lookup.model_spec(session, s, "models") for s in dict.fromkeys(data.models)]
     else:
         models = await lookup.all_model_specs(session)
     if data.gpus:
-        gpus = [await lookup.gpu_spec(session, s, field="gpus") for s in data.gpus]
+        gpus = [await lookup.gpu_spec(session, s, "gpus") for s in dict.fromkeys(data.gpus)]
     else:
         gpus = await lookup.all_gpu_specs(session)
     formats = [
         await lookup.number_format(session, s, "formats")
-        for s in (data.formats or DEFAULT_MATRIX_FORMATS)
+        for s in dict.fromkeys(data.formats or DEFAULT_MATRIX_FORMATS)
     ]
     kv = None
     if data.kv_format is not None:
         kv = await lookup.number_format(session, data.kv_format, "kv_format")
-    m = answer_matrix(data, models, formats, gpus, kv, await gpu_prices(session))
+    prices = await gpu_prices(session)
     wanted = wants(request, MARKDOWN, CSV)
+    m = await off_loop(_rendered, wanted, data, models, formats, gpus, kv, prices)
     if wanted == MARKDOWN:
-        return Response(matrix_markdown(m), media_type=MARKDOWN)
+        return Response(m, media_type=MARKDOWN)
     if wanted == CSV:
-        return csv_attachment(matrix_csv(m), "matrix.csv")
+        return csv_attachment(m, "matrix.csv")  # type: ignore[arg-type]
     return Response(m)
 
 
-QuerySlugs = Annotated[
-    list[str] | None, QueryParameter(max_items=64, description="Repeat to name several")
+REPEAT = "Repeat to name several"
+QueryModels = Annotated[
+    list[str] | None, QueryParameter(max_items=MAX_MATRIX_MODELS, description=REPEAT)
 ]
+QueryFormats = Annotated[
+    list[str] | None, QueryParameter(max_items=MAX_MATRIX_FORMATS, description=REPEAT)
+]
+QueryGpus = Annotated[
+    list[str] | None, QueryParameter(max_items=MAX_MATRIX_GPUS, description=REPEAT)
+]
+MATRIX_LIMITS = (
+    f"Repeated names count once. At most {MAX_MATRIX_CELLS:,} cells (models x formats x GPUs, "
+    "after repeats are dropped and empty lists become the catalogue): more is a 422 naming the "
+    "longest list."
+)
 
 
 @get(
@@ -133,14 +143,15 @@ QuerySlugs = Annotated[
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Fewest GPUs for each model and format on each GPU (the seeds' matrix)",
+    description=MATRIX_LIMITS,
     operation_class=also_served_as(MARKDOWN, CSV),
 )
 async def matrix_get(
     request: Request[Any, Any, Any],
     db_session: Session,
-    models: QuerySlugs = None,
-    formats: QuerySlugs = None,
-    gpus: QuerySlugs = None,
+    models: QueryModels = None,
+    formats: QueryFormats = None,
+    gpus: QueryGpus = None,
     concurrency: Annotated[int, QueryParameter(ge=1, le=1_000_000)] = 8,
     context_tokens: Annotated[int, QueryParameter(ge=1, le=100_000_000)] = 8192,
     gpu_memory_utilization: Annotated[float, QueryParameter(gt=0, le=1)] = 0.9,
@@ -164,6 +175,7 @@ async def matrix_get(
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="The matrix for chosen models, formats, GPUs and workload",
+    description=MATRIX_LIMITS,
     operation_class=also_served_as(MARKDOWN, CSV),
     status_code=200,
 )
@@ -189,7 +201,7 @@ async def offload_endpoint(
     gpu = await lookup.gpu_spec(db_session, data.gpu)
     weights, kv = await resolve_formats(db_session, data.weight_format, data.kv_format)
     link = await lookup.link_spec(db_session, data.link) if data.link is not None else None
-    answer = answer_offload(data, model, gpu, weights, kv, link)
+    answer = await off_loop(answer_offload, data, model, gpu, weights, kv, link)
     if wants(request, MARKDOWN) == MARKDOWN:
         return Response(offload_markdown(answer), media_type=MARKDOWN)  # type: ignore[arg-type]
     return Response(answer)

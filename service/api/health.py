@@ -5,7 +5,7 @@ from litestar import Request, get
 from litestar.exceptions import ServiceUnavailableException
 
 from service.api.problems import problems
-from service.db import current_revision, head_revision
+from service.db import current_revision, head_revision, within
 
 
 class Health(msgspec.Struct, frozen=True):
@@ -35,7 +35,10 @@ async def healthz() -> Health:
 async def readyz(request: Request) -> Readiness:  # type: ignore[type-arg]
     head = head_revision()
     try:
-        revision = await current_revision(request.app.state.db_config.get_engine())
+        revision = await within(
+            request.app.state.settings.db_readiness_timeout_s,
+            current_revision(request.app.state.db_config.get_engine()),
+        )
     except Exception as exc:  # any driver error means "not ready", never a 500
         metrics = request.app.state.get("metrics")
         if metrics is not None:

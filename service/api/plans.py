@@ -19,8 +19,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, PathParameter, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.compute import CSV, MARKDOWN, also_served_as, csv_attachment, wants
+from service.api.compute import csv_attachment
 from service.api.guards import require_role
+from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
 from service.api.plans_render import plans_csv, saved_plan_markdown
 from service.api.plans_schemas import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -32,7 +33,7 @@ from service.api.problems import PROBLEM_JSON, FieldError, Problem, problem_resp
 from service.plans import actions
 from service.plans.actions import IdempotencyMismatch
 from service.plans.records import PlanHistory, PlanPage, Recheck, SavedPlan
-from service.plans.store import Filters, PlanNotFound
+from service.plans.store import Filters, InvalidCursor, PlanNotFound
 from service.plans.tables import IDEMPOTENCY_KEY_LENGTH, PRINCIPAL_LENGTH
 from service.plans.workflow import (
     IllegalTransition,
@@ -172,6 +173,18 @@ def _mismatch(request: AnyRequest, exc: IdempotencyMismatch) -> Response[Any]:
     )
 
 
+def _bad_cursor(request: AnyRequest, exc: InvalidCursor) -> Response[Any]:
+    # 422, not 400: the spec can only say "url-safe base64, at most 200 characters", so a
+    # cursor that matches it parses (the contract test holds a schema-valid value to that).
+    return problem_response(
+        request,
+        422,
+        exc.message,
+        type_="urn:gpu-planner:invalid-input",
+        errors=[FieldError(exc.field, exc.message)],
+    )
+
+
 def _utc(field: str, moment: datetime.datetime | None) -> datetime.datetime | None:
     if moment is None:
         return None
@@ -197,6 +210,7 @@ class PlansController(Controller):
         PreconditionRequired: _required,
         PreconditionFailed: _failed,
         IdempotencyMismatch: _mismatch,
+        InvalidCursor: _bad_cursor,
     }
 
     @post(

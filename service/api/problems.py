@@ -3,13 +3,17 @@
 Shape (application/problem+json): ``type``, ``title``, ``status``, ``detail``, ``instance``, plus
 ``errors``: a list of {``field``, ``message``} naming the offending input (dotted for nesting,
 e.g. ``model_spec.kv_heads``; a query or path parameter by its name), and ``suggestions``: the
-closest known slugs when a slug is unknown or ambiguous, and ``request_id``: the request's
-``X-Request-ID`` (quote it when reporting a problem; the log line of the request carries it).
+closest known slugs when a slug is unknown or ambiguous (on a 406 or 415: the media types that
+would do), and ``request_id``: the request's ``X-Request-ID`` (quote it when reporting a
+problem; the log line of the request carries it). Inputs echoed back are cut (``echo``): a run
+of more than 200 characters without a space keeps its first 200 and an ellipsis, and no text
+is longer than 2,000 characters, so a 100 KB input never comes back as a 200 KB problem.
 
 Status codes: 400 the request does not parse into the declared types or bounds; 422 it parses
 but makes no sense (the sizing core or a catalogue check says why); 404 unknown slug or route;
-409 duplicate slug or a row still in use; 401/403 auth; 413 body over the limit; 429 rate limit
-(Retry-After); 503 the database does not answer (Retry-After); 500 a bug.
+406 Accept names nothing the endpoint serves; 409 duplicate slug or a row still in use; 401/403
+auth; 413 body over the limit; 415 a body that is not JSON; 429 rate limit (Retry-After); 503
+the database does not answer (Retry-After); 500 a bug.
 """
 
 import logging
@@ -23,8 +27,8 @@ from advanced_alchemy.exceptions import RepositoryError
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import IntegrityError as SQLAlchemyIntegrityError
-from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from service.catalogue.errors import NotFound
@@ -60,6 +64,63 @@ class Conflict(Exception):
         self.message = message
 
 
+class ClientProblem(Exception):
+    """A 4xx on one input: ``field`` names it, ``suggestions`` what would do instead."""
+
+    def __init__(
+        self,
+        status: int,
+        field: str,
+        message: str,
+        *,
+        type_: str = "about:blank",
+        suggestions: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.message = message
+        self.type_ = type_
+        self.suggestions = suggestions or []
+
+
+ECHO_RUN_CHARS = 200
+ECHO_TEXT_CHARS = 2000
+_LONG_RUN = re.compile(rf"\S{{{ECHO_RUN_CHARS + 1},}}")
+
+
+def echo(text: str) -> str:
+    """``text`` as a problem may carry it: runs without a space cut to ECHO_RUN_CHARS and the
+    whole to ECHO_TEXT_CHARS, each cut marked with an ellipsis."""
+    if len(text) <= ECHO_RUN_CHARS:
+        return text
+    text = _LONG_RUN.sub(lambda m: m[0][:ECHO_RUN_CHARS] + "\u2026", text)
+    return text if len(text) <= ECHO_TEXT_CHARS else text[:ECHO_TEXT_CHARS] + "\u2026"
+
+
+def make_problem(
+    status: int,
+    detail: str,
+    instance: str,
+    request_id: str,
+    *,
+    type_: str = "about:blank",
+    errors: list[FieldError] | None = None,
+    suggestions: list[str] | None = None,
+) -> Problem:
+    """The one place a Problem is built: every text in it that may echo an input is cut."""
+    return Problem(
+        type=type_,
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=echo(detail),
+        instance=echo(instance),
+        errors=[FieldError(echo(e.field), echo(e.message)) for e in errors or []],
+        suggestions=[echo(s) for s in suggestions or []],
+        request_id=request_id,
+    )
+
+
 def problem_response(
     request: Request[Any, Any, Any],
     status: int,
@@ -70,15 +131,14 @@ def problem_response(
     suggestions: list[str] | None = None,
     headers: dict[str, str] | None = None,
 ) -> Response[Problem]:
-    problem = Problem(
-        type=type_,
-        title=HTTPStatus(status).phrase,
-        status=status,
-        detail=detail,
-        instance=request.url.path,
-        errors=errors or [],
-        suggestions=suggestions or [],
-        request_id=str(request.scope.get("state", {}).get("request_id", "")),
+    problem = make_problem(
+        status,
+        detail,
+        request.url.path,
+        str(request.scope.get("state", {}).get("request_id", "")),
+        type_=type_,
+        errors=errors,
+        suggestions=suggestions,
     )
     return Response(problem, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
@@ -108,6 +168,17 @@ def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) 
         log.error("server error on %s %s: %s", request.method, request.url.path, exc.detail)
     return problem_response(
         request, status, str(exc.detail), errors=errors, headers=dict(exc.headers or {})
+    )
+
+
+def client_problem_handler(request: Request[Any, Any, Any], exc: ClientProblem) -> Response[Any]:
+    return problem_response(
+        request,
+        exc.status,
+        exc.message,
+        type_=exc.type_,
+        errors=[FieldError(exc.field, exc.message)],
+        suggestions=exc.suggestions,
     )
 
 
@@ -144,16 +215,53 @@ def conflict_handler(request: Request[Any, Any, Any], exc: Conflict) -> Response
 
 def integrity_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     # The checks in the controllers name the field; this catches what slips past them (a race
-    # between two writers): the unique and foreign-key constraints still hold.
-    return problem_response(
-        request,
-        409,
-        "the write conflicts with existing rows (duplicate slug or a row still in use)",
-        type_="urn:gpu-planner:conflict",
-    )
+    # between two writers): the unique and foreign-key constraints still hold. advanced-alchemy
+    # raises its IntegrityError for every driver error of a statement (a lost connection, a
+    # timeout, a bad LIKE pattern): only a real constraint violation is a 409.
+    if _caused_by(exc, SQLAlchemyIntegrityError):
+        return problem_response(
+            request,
+            409,
+            "the write conflicts with existing rows (duplicate slug or a row still in use)",
+            type_="urn:gpu-planner:conflict",
+        )
+    return repository_error_handler(request, exc)
 
 
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeoutError, OSError)
+"""The database is unreachable or too slow: connect, statement and pool timeouts, a lost
+connection, the request's deadline (TimeoutError is an OSError)."""
+
+
+def _caused_by(
+    exc: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]
+) -> bool:
+    """``exc`` or an exception it was raised from is one of ``kinds``."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, kinds):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """A driver error that says "the database does not answer" (retry later), not "this
+    statement is wrong"; an integrity violation never is."""
+    if _caused_by(exc, SQLAlchemyIntegrityError):
+        return False
+    if _caused_by(exc, DATABASE_UNAVAILABLE):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(10):  # any other driver error that cost the connection
+        if seen is None:
+            return False
+        if isinstance(seen, DBAPIError) and seen.connection_invalidated:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def database_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
@@ -175,7 +283,7 @@ def database_error_handler(request: Request[Any, Any, Any], exc: Exception) -> R
 
 def repository_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """advanced-alchemy wraps driver errors in RepositoryError: unwrap the unavailable ones."""
-    if isinstance(exc.__cause__, DATABASE_UNAVAILABLE):
+    if database_unavailable(exc):
         return database_error_handler(request, exc)
     return internal_error_handler(request, exc)
 
@@ -187,6 +295,7 @@ def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> R
 
 EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     HTTPException: http_exception_handler,
+    ClientProblem: client_problem_handler,
     SizingError: sizing_error_handler,
     NotFound: not_found_handler,
     Conflict: conflict_handler,
@@ -195,22 +304,37 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     OperationalError: database_error_handler,
     InterfaceError: database_error_handler,
     PoolTimeoutError: database_error_handler,
+    TimeoutError: database_error_handler,
+    DBAPIError: repository_error_handler,
     RepositoryError: repository_error_handler,
     Exception: internal_error_handler,
 }
 
-_DESCRIPTIONS = {
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects a JSON body may have (service/api/negotiation.py checks
+it); every schema here needs under 10."""
+
+DESCRIPTIONS = {
     400: "The request does not parse into the declared types or bounds; errors name the fields.",
     401: "No valid API key (Authorization: Bearer <key>).",
     403: "The key's role is too low for this operation.",
     404: "Unknown slug (suggestions lists the closest) or route.",
+    406: "Accept names no media type this operation serves; suggestions lists those it does.",
     409: "Duplicate slug, or the row is still referenced.",
     413: "Request body larger than the limit.",
+    415: "The body is not JSON (Content-Type must be application/json or a +json type).",
     422: "The input parses but is not consistent; errors name the fields.",
     429: "Rate limit for this API key (or client address) reached; Retry-After says when.",
     500: "Internal error (logged).",
-    503: "The database does not answer (Retry-After says when to retry), or is not migrated.",
+    503: "The database does not answer, or not within the request's deadline (Retry-After says "
+    "when to retry), or is not migrated.",
 }
+
+
+JSON_BODY_400 = (
+    "The request does not parse into the declared types or bounds, or its JSON body nests deeper "
+    f"than {MAX_JSON_DEPTH} levels or repeats a key in one object; errors name the fields."
+)
 
 
 def problems(*statuses: int) -> dict[int, ResponseSpec]:
@@ -220,7 +344,7 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
         status: ResponseSpec(
             data_container=Problem,
             media_type=PROBLEM_JSON,
-            description=_DESCRIPTIONS[status],
+            description=DESCRIPTIONS[status],
             generate_examples=False,
         )
         for status in sorted({*statuses, 429, 500, 503})

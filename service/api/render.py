@@ -52,6 +52,13 @@ def cost_text(cost: Cost | None) -> str:
     return "; ".join(parts)
 
 
+def _experts_read(p: Plan) -> str:
+    """MoE: how many experts a layer reads for the batch (uniform routing assumed)."""
+    if not p.decode.experts_read_per_layer:
+        return ""
+    return f" (reading about {p.decode.experts_read_per_layer:,.2f} experts a layer)"
+
+
 def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
     g = best.per_gpu
     best_cost: Cost | None = getattr(best, "cost", None)  # PlanAnswer and PlanOption carry one
@@ -69,7 +76,7 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
         f"{best.max_concurrency} conversations of {best.context_tokens:,} tokens at once",
         f"- Decode ceiling: {best.decode.tokens_per_s_per_sequence:,.1f} tokens/s per "
         f"conversation, {best.decode.tokens_per_s_aggregate:,.0f} tokens/s for "
-        f"{best.decode.concurrency}",
+        f"{best.decode.concurrency}{_experts_read(best)}",
         f"- Capacity basis: {best.capacity_basis}",
         *([f"- Cost: {cost_text(best_cost)}"] if best_cost is not None else []),
         "",
@@ -88,11 +95,13 @@ def plan_markdown(best: Plan, options: Sequence[Plan] = ()) -> str:
     if best.warnings:
         lines += ["", "## Warnings", ""]
         lines += [f"- `{w.code}`: {w.message}" for w in best.warnings]
+    rule: str = getattr(best, "ranking_rule", "")  # PlanAnswer carries one
     if options:
         lines += [
             "",
             "## Every GPU, best first",
             "",
+            *([f"Ranked {rule}.", ""] if rule else []),
             "| GPU | GPUs | status | spare GB | cost |",
             "|---|---:|---|---:|---|",
         ]
@@ -119,7 +128,8 @@ def matrix_markdown(m: Matrix) -> str:
         "",
         f"{w.concurrency} conversations of {w.context_tokens:,} tokens, "
         f"{to_gb(w.overhead_bytes_per_gpu):,.1f} GB overhead per GPU, "
-        f"{w.gpu_memory_utilization:.0%} fill; each cell: GPUs and spare. Amber: under 5% spare.",
+        f"{w.gpu_memory_utilization:.0%} fill, {w.capacity_basis} capacity; each cell: GPUs and "
+        "spare. Amber: under 5% spare.",
         "",
         "| model | format | weights GB | " + " | ".join(m.gpus) + " |",
         "|---|---|---:|" + "---:|" * len(m.gpus),
@@ -269,8 +279,14 @@ def offload_markdown(o: Offload) -> str:
         f"# {o.model} on {o.gpu_count} x {o.gpu} with CPU offload over {o.link}",
         "",
         f"- Resident: {label_bytes(o.resident_bytes)}; offloaded: {label_bytes(o.offloaded_bytes)}",
-        f"- Per step: {o.hbm_s_per_step * 1000:,.1f} ms from HBM + "
-        f"{o.link_s_per_step * 1000:,.1f} ms over the link = {o.s_per_step * 1000:,.1f} ms",
+        f"- Mechanism `{o.mechanism}`: {o.mechanism_note}",
+        f"- Each step of {o.batch_size:,} conversation(s) reads "
+        f"{label_bytes(o.resident_read_bytes)} of resident weights and "
+        f"{label_bytes(o.kv_read_bytes)} of KV from HBM; "
+        f"{label_bytes(o.link_bytes_per_step)} of offloaded weights cross the link",
+        f"- Per step: {o.hbm_s_per_step * 1000:,.1f} ms weights + {o.kv_s_per_step * 1000:,.1f} "
+        f"ms KV from HBM + {o.link_s_per_step * 1000:,.1f} ms over the link = "
+        f"{o.s_per_step * 1000:,.1f} ms",
         f"- {o.tokens_per_s:,.2f} tokens/s per conversation; GPU idle {o.gpu_idle_fraction:.0%}",
     ]
     if alt.gpu_count is not None and alt.tokens_per_s is not None:
@@ -278,4 +294,7 @@ def offload_markdown(o: Offload) -> str:
             f"- Fully resident instead: {alt.gpu_count} x {o.gpu} at {alt.tokens_per_s:,.1f} "
             "tokens/s"
         )
+    if o.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- `{w.code}`: {w.message}" for w in o.warnings]
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from service.api.problems import problems
 from service.catalogue import lookup
 from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
+from service.plans.threads import off_loop
 from service.sizing.engine import (
     LATEST_ERA,
     CompileCache,
@@ -32,7 +33,14 @@ from service.sizing.engine import (
 )
 from service.sizing.startup_log import parse_startup_log
 from service.verify.compare import VerifyAnswer, compare
-from service.verify.flags import BatchedTokens, Loras, ModelLen, Seqs, TensorParallel
+from service.verify.flags import (
+    BatchedTokens,
+    BlockSize,
+    Loras,
+    ModelLen,
+    Seqs,
+    TensorParallel,
+)
 
 Session = NamedDependency[AsyncSession]
 
@@ -63,7 +71,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """0.23-0.28: v2 when the log says "Using V2 Model Runner" (read from it), original when
     VLLM_USE_V2_MODEL_RUNNER=0 was set; auto: the release's rule for the model's class."""
     kv_cache_dtype: KvCacheDtype = "auto"
-    block_size: int = 16
+    block_size: BlockSize = 16
     max_num_batched_tokens: BatchedTokens | None = None
     max_num_seqs: Seqs | None = None
     engine_version: EngineEra | None = None
@@ -86,7 +94,7 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     status_code=200,
 )
 async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) -> VerifyAnswer:
-    parsed = parse_startup_log(data.log, data.nvidia_smi)
+    parsed = await off_loop(parse_startup_log, data.log, data.nvidia_smi)
     model = await resolve_model(db_session, data.model, None)
     gpu = await lookup.gpu_spec(db_session, data.gpu)
     base = EngineConfig(
@@ -106,7 +114,8 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         max_lora_rank=data.max_lora_rank,
         lora_embeddings=data.lora_embeddings,
     )
-    return compare(
+    return await off_loop(
+        compare,
         model,
         gpu,
         parsed,

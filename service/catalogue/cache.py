@@ -42,6 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
 from service.catalogue.lookup import KIND, Row, choose, normalise, serving_snapshot
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.db import within
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
@@ -164,8 +165,11 @@ class CatalogueCache:
         *,
         clock: Callable[[], float] = time.monotonic,
         on_error: Callable[[BaseException], None] | None = None,
+        timeout_s: float = 0,
     ) -> None:
         self.refresh_s = refresh_s
+        self.timeout_s = timeout_s
+        """A check that takes longer is abandoned (a frozen database would hold the lock)."""
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._clock = clock
         self._on_error = on_error
@@ -213,13 +217,10 @@ class CatalogueCache:
             ):
                 return self._snapshot  # another request refreshed while this one waited
             try:
-                async with self._sessions() as session, session.begin():
-                    self.checks += 1
-                    current = await fingerprint(session)
-                    if self._snapshot is None or current != self._snapshot.fingerprint:
-                        self._snapshot = await load(session, current)
-                        self.loads += 1
-                        log.info("catalogue loaded", extra={"fingerprint": current[:12]})
+                if self.timeout_s > 0:
+                    await within(self.timeout_s, self._check())
+                else:
+                    await self._check()
             except Exception as exc:
                 if self._on_error is not None:
                     self._on_error(exc)
@@ -232,6 +233,15 @@ class CatalogueCache:
             if self._snapshot is None:  # only reachable with raise_if_empty=False
                 raise LookupError("no catalogue snapshot yet")
             return self._snapshot
+
+    async def _check(self) -> None:
+        async with self._sessions() as session, session.begin():
+            self.checks += 1
+            current = await fingerprint(session)
+            if self._snapshot is None or current != self._snapshot.fingerprint:
+                self._snapshot = await load(session, current)
+                self.loads += 1
+                log.info("catalogue loaded", extra={"fingerprint": current[:12]})
 
     async def settled(self) -> None:
         """Wait for a background check in flight (tests; shutdown)."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
@@ -21,6 +21,8 @@ from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import InstrumentedAttribute
+
     from service.catalogue.cache import CatalogueCache, Snapshot
 
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
@@ -142,3 +144,14 @@ async def number_format(session: AsyncSession, slug: str, field: str) -> NumberF
     if (snapshot := await serving_snapshot()) is not None:
         return snapshot.number_format(slug, field)
     return number_format_of(await resolve(session, Format, slug, field))
+
+
+def same_text_ignoring_case(
+    column: "InstrumentedAttribute[str]", value: str
+) -> ColumnElement[bool]:
+    """``column`` equals ``value`` up to (ASCII) case, on SQLite and PostgreSQL alike: an ILIKE
+    whose wildcards and escape character are escaped, with the escape named explicitly
+    (PostgreSQL's default escape is a backslash, SQLite has none: ``\\`` alone was an error on
+    one and a literal on the other, and ``%`` matched every row)."""
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return column.ilike(escaped, escape="\\")

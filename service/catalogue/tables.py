@@ -54,7 +54,7 @@ class Gpu(CatalogueRow, IdentityAuditBase):
     bf16_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
     """0: not known from a reliable source."""
     fp8_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
-    """Dense FP8 tensor-core peak (migration 0010); 0: no FP8 tensor cores, or not known."""
+    """Dense FP8 tensor-core peak (migration 0011); 0: no FP8 tensor cores, or not known."""
     tdp_w: Mapped[int] = mapped_column(Integer, default=0)
     # Prices (migration 0004): optional, in the currency's minor unit (cents), never floats.
     currency: Mapped[str | None] = mapped_column(String(3), nullable=True)

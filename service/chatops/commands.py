@@ -1,11 +1,13 @@
 """The chat command language, parsed without I/O.
 
-    plan MODEL [on [N] GPU] [FORMAT] [USERSxCONTEXT] [by gpus|hourly|purchase]
-    matrix MODEL [FORMAT ...]
-    offload MODEL on [N] GPU [FORMAT]
+    plan MODEL [on [N] GPU] [FORMAT] [USERSxCONTEXT] [by gpus|hourly|purchase] [BASIS]
+    matrix MODEL [FORMAT ...] [BASIS]
+    offload MODEL on [N] GPU [FORMAT] [BASIS]
     gpus | models | help
 
 USERSxCONTEXT is conversations x tokens each: ``40x8192`` (``40x8k`` = 40 x 8,192; k = 1024).
+BASIS is ``driver`` (the default: the bytes nvidia-smi shows) or ``marketed`` (the vendor's GB,
+the seeds' method), anywhere after the model.
 Names are catalogue slugs or short aliases (``h100`` -> ``h100-sxm``); the catalogue checks them.
 """
 
@@ -15,6 +17,7 @@ from typing import Literal
 import msgspec
 
 from service.sizing.cost import RankBy
+from service.sizing.hardware import CapacityBasis
 
 USAGE = "\n".join(
     [
@@ -26,7 +29,9 @@ USAGE = "\n".join(
         "e.g. `offload llama-3.1-70b on 1 h100`",
         "`gpus`, `models`: the catalogue; `help`: this text",
         "USERSxCONTEXT: conversations x tokens each, `40x8192` or `40x8k` (k = 1024). "
-        "Defaults: bf16, 8x8192.",
+        "Defaults: the checkpoint's format (bf16 for offload), 8x8192.",
+        "Add `marketed` to size on the vendor's GB (the seeds' method) instead of the bytes "
+        "nvidia-smi shows (`driver`, the default).",
     ]
 )
 
@@ -44,21 +49,26 @@ _RANK_WORDS: dict[str, RankBy] = {
     "purchase_cost": "purchase_cost",
     "buy": "purchase_cost",
 }
+_BASIS_WORDS: dict[str, CapacityBasis] = {"driver": "driver", "marketed": "marketed"}
 
 
 class PlanCommand(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     gpu: str | None = None
     gpu_count: int | None = None
-    weight_format: str = "bf16"
+    weight_format: str | None = None
+    """None: the checkpoint's as published (as POST /plan)."""
     concurrency: int | None = None
     context_tokens: int | None = None
     rank_by: RankBy = "gpus"
+    capacity_basis: CapacityBasis | None = None
+    """None: the service's default."""
 
 
 class MatrixCommand(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     formats: tuple[str, ...] = ()
+    capacity_basis: CapacityBasis | None = None
 
 
 class OffloadCommand(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +76,7 @@ class OffloadCommand(msgspec.Struct, frozen=True, kw_only=True):
     gpu: str
     gpu_count: int = 1
     weight_format: str = "bf16"
+    capacity_basis: CapacityBasis | None = None
 
 
 class ListCommand(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +94,7 @@ class Unparsed(msgspec.Struct, frozen=True, kw_only=True):
 
 
 Command = PlanCommand | MatrixCommand | OffloadCommand | ListCommand | HelpCommand
+Measure = PlanCommand | MatrixCommand | OffloadCommand
 
 
 def _on_clause(tokens: list[str], i: int) -> tuple[int | None, str, int] | Unparsed:
@@ -145,24 +157,45 @@ def _offload(tokens: list[str]) -> OffloadCommand | Unparsed:
     )
 
 
+def _basis(tokens: list[str]) -> tuple[list[str], CapacityBasis | None] | Unparsed:
+    """The tokens without a capacity-basis word after the model, and that word's basis."""
+    words = [t for t in tokens[2:] if t in _BASIS_WORDS]
+    if len(words) > 1:
+        return Unparsed(reason="name one capacity basis: `driver` or `marketed`")
+    if not words:
+        return tokens, None
+    return [*tokens[:2], *(t for t in tokens[2:] if t not in _BASIS_WORDS)], _BASIS_WORDS[words[0]]
+
+
 def parse(text: str) -> Command | Unparsed:
     """One line of chat -> a command, or why it is not one."""
     tokens = text.strip().lower().replace(",", " ").split()
     if not tokens:
         return HelpCommand()
     verb = tokens[0]
+    if verb in ("plan", "matrix", "offload"):
+        stripped = _basis(tokens)
+        if isinstance(stripped, Unparsed):
+            return stripped
+        tokens, basis = stripped
+        command = _measure(verb, tokens)
+        if basis is None or isinstance(command, Unparsed):
+            return command
+        return msgspec.structs.replace(command, capacity_basis=basis)
     if verb in ("help", "?", "usage"):
         return HelpCommand()
     if verb in ("gpus", "models"):
         if len(tokens) > 1:
             return Unparsed(reason=f"`{verb}` takes nothing after it")
         return ListCommand(what=verb)  # type: ignore[arg-type]
+    return Unparsed(reason=f"I do not know the command `{verb}`")
+
+
+def _measure(verb: str, tokens: list[str]) -> Measure | Unparsed:
     if verb == "plan":
         return _plan(tokens)
     if verb == "matrix":
         if len(tokens) < 2:
             return Unparsed(reason="`matrix` needs a model, e.g. `matrix llama-3.1-70b`")
         return MatrixCommand(model=tokens[1], formats=tuple(tokens[2:]))
-    if verb == "offload":
-        return _offload(tokens)
-    return Unparsed(reason=f"I do not know the command `{verb}`")
+    return _offload(tokens)

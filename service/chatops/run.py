@@ -20,7 +20,9 @@ from service.chatops.commands import (
 )
 from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
 from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.plans.threads import off_loop
 from service.sizing.errors import SizingError
+from service.sizing.hardware import DEFAULT_CAPACITY_BASIS
 from service.sizing.offload import offload
 from service.sizing.plan import Workload
 from service.sizing.units import label_bytes
@@ -34,7 +36,9 @@ async def _names(session: AsyncSession) -> dict[str, str]:
 
 
 async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
-    body: dict[str, object] = {"model": c.model, "weight_format": c.weight_format}
+    body: dict[str, object] = {"model": c.model}
+    if c.weight_format is not None:
+        body["weight_format"] = c.weight_format
     if c.gpu is not None:
         body["gpu"] = c.gpu
     if c.gpu_count is not None:
@@ -44,6 +48,8 @@ async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
     if c.context_tokens is not None:
         body["context_tokens"] = c.context_tokens
     body["rank_by"] = c.rank_by
+    if c.capacity_basis is not None:
+        body["capacity_basis"] = c.capacity_basis
     try:
         request = msgspec.convert(body, PlanRequest)
     except msgspec.ValidationError as exc:  # the request's bounds, e.g. 0 conversations
@@ -61,7 +67,9 @@ async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage
     slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
-    m = answer_matrix(MatrixRequest(), [model], formats, gpus, None, await gpu_prices(session))
+    request = MatrixRequest(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)
+    prices = await gpu_prices(session)
+    m = await off_loop(answer_matrix, request, [model], formats, gpus, None, prices)
     return slack.matrix_message(m, await _names(session))
 
 
@@ -71,7 +79,10 @@ async def _offload(session: AsyncSession, c: OffloadCommand) -> slack.SlackMessa
     weights, kv = await resolve_formats(session, c.weight_format, None)
     if gpu.host_link is None:
         raise SizingError("link", f"{gpu.slug} has no host link in the catalogue")
-    answer = offload(model, gpu, weights, kv, gpu.host_link, Workload(), gpu_count=c.gpu_count)
+    workload = Workload(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)
+    answer = await off_loop(
+        offload, model, gpu, weights, kv, gpu.host_link, workload, gpu_count=c.gpu_count
+    )
     return slack.offload_message(answer, await _names(session))
 
 

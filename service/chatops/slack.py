@@ -117,7 +117,7 @@ def options_message(answer: PlanAnswer, names: Mapping[str, str]) -> SlackMessag
     more = len(fitting) - TOP_OPTIONS
     if more > 0:
         lines.append(f"... and {more} more that fit")
-    notes = []
+    notes = [f"Ranked {answer.ranking_rule}."] if answer.ranking_rule else []
     if answer.unpriced_gpus:
         notes.append(f"No price for: {', '.join(answer.unpriced_gpus)} (listed after the priced)")
     return message(
@@ -193,13 +193,16 @@ def offload_message(o: Offload, names: Mapping[str, str]) -> SlackMessage:
     details = (
         f"Resident {label_bytes(o.resident_bytes)} read at HBM speed: "
         f"{o.hbm_s_per_step * 1000:,.1f} ms; offloaded {label_bytes(o.offloaded_bytes)} over "
-        f"{o.link}: {o.link_s_per_step * 1000:,.1f} ms; {o.s_per_step * 1000:,.1f} ms per token"
+        f"{o.link} ({o.mechanism}: {label_bytes(o.link_bytes_per_step)} cross per step): "
+        f"{o.link_s_per_step * 1000:,.1f} ms; KV {o.kv_s_per_step * 1000:,.1f} ms; "
+        f"{o.s_per_step * 1000:,.1f} ms per token"
     )
     alt = o.fully_resident
     if alt.gpu_count is not None and alt.tokens_per_s is not None:
         details += (
             f"\nFully resident instead: {alt.gpu_count} x {gpu} at {alt.tokens_per_s:,.1f} tokens/s"
         )
+    details += "".join(f"\n{w.message}" for w in o.warnings)
     return message(verdict, section(details))
 
 

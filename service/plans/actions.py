@@ -21,6 +21,7 @@ from service.plans.records import (
     SavedPlan,
 )
 from service.plans.tables import IdempotencyKeyRow, PlanRow, utc_now
+from service.plans.threads import off_loop
 from service.plans.workflow import Decision, EventKind, Status
 from service.sizing.errors import SizingError, require
 
@@ -55,7 +56,7 @@ async def _compute(session: AsyncSession, request: PlanRequest) -> dict[str, obj
     """
     try:
         catalogue = await snapshot.take(session, request)
-        answer = snapshot.answer_from(request, catalogue)
+        answer = await off_loop(snapshot.answer_from, request, catalogue)
     except SizingError as exc:
         raise SizingError(f"request.{exc.field}", exc.message) from None
     except NotFound as exc:
@@ -262,7 +263,7 @@ async def recheck(session: AsyncSession, plan_id: int) -> Recheck:
     request = msgspec.convert(row.request, PlanRequest)
     try:
         today = await snapshot.take(session, request)
-        after = _outcome(snapshot.answer_from(request, today))
+        after = _outcome(await off_loop(snapshot.answer_from, request, today))
     except (NotFound, SizingError) as exc:
         # A row it used was deleted or changed beyond use: that is the finding, not an error.
         return Recheck(

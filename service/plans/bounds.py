@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
+from service.sizing.plan import MAX_GPU_COUNT, MAX_SPLITS
+
 SlugRef = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[^\x00]+$")]
 Users = Annotated[int, Meta(ge=1, le=1_000_000)]
 ContextTokens = Annotated[int, Meta(ge=1, le=100_000_000)]
@@ -14,9 +16,10 @@ OptionalUtilisation = Annotated[float, Meta(ge=0.01, le=1)] | None
 Litestar renders for an optional field keeps ``minimum`` but drops ``exclusiveMinimum``, so the
 bound is inclusive to keep the contract and the server in step."""
 OverheadBytes = Annotated[int, Meta(ge=0, le=10**15)]
-Splits = list[int]
-"""GPU counts, checked by the core (1 to 64 entries, each 1 to MAX_GPU_COUNT; a 422 naming
-``splits``): the OpenAPI renderer drops constraints on list items and on nullable lists."""
+GpuCount = Annotated[int, Meta(ge=1, le=MAX_GPU_COUNT)]
+Splits = Annotated[list[GpuCount], Meta(min_length=1, max_length=MAX_SPLITS)]
+"""GPU counts to try: the core's own bounds (validate_splits), so decoding refuses what the core
+would and the spec states them (service.api.openapi restores the item bounds Litestar drops)."""
 WorkloadKind = Literal["inference", "training", "lora", "qlora"]
 
 SEED_OVERHEAD_BYTES = 4_000_000_000

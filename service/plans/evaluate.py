@@ -21,13 +21,30 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
-from service.sizing.advice import PlanWarning
-from service.sizing.cost import NO_PRICE, Cost, GpuPrice, RankBy, plan_cost, rank_plans
+from service.plans.threads import off_loop
+from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
+from service.sizing.cost import (
+    NO_PRICE,
+    Cost,
+    GpuPrice,
+    RankBy,
+    plan_cost,
+    rank_plans,
+    ranking_rule,
+)
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
-from service.sizing.hardware import CapacityBasis, GpuSpec
+from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec
 from service.sizing.models import ModelSpec, validate_model
-from service.sizing.plan import Plan, Workload, plan, rank_gpus, spare_status
+from service.sizing.parallel import default_splits
+from service.sizing.plan import (
+    STATUS_ORDER,
+    Plan,
+    Workload,
+    plan,
+    rank_gpus,
+    spare_status,
+)
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     Projection,
@@ -50,7 +67,10 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     quantised checkpoint, its stored size are derived from it (service.catalogue.hf_config)."""
     gpu: SlugRef | None = None
     workload: WorkloadKind = "inference"
-    weight_format: SlugRef = "bf16"
+    weight_format: SlugRef | None = None
+    """The weights' number format. Omitted: the checkpoint's own as published (a catalogue or
+    imported model's ``checkpoint_format``: fp8 for DeepSeek-V3, mxfp4 for gpt-oss; the answer
+    warns ``weight_format_from_checkpoint``), else bf16."""
     kv_format: SlugRef | None = None
     concurrency: Users = 8
     context_tokens: ContextTokens = 8192
@@ -60,12 +80,18 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     before), echoed in the prediction's config."""
     overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
     splits: Splits | None = None
-    """GPU counts to try; default [1, 2, 4, 8] for inference, 1 to 1024 for training."""
+    """GPU counts to try. Default for inference: each GPU's ladder, 1, 2, 4, 8 inside a node
+    (up to its gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per
+    node); for the vllm method the in-node part; for training 1 to 1024."""
     rank_by: RankBy = "gpus"
-    """Without ``gpu``: order the options by the fewest GPUs (default), the lowest hourly cost
-    or the lowest purchase cost (inference only); GPUs without that price come after the priced
-    ones, listed in ``unpriced_gpus``."""
-    capacity_basis: CapacityBasis = "marketed"
+    """Without ``gpu``: order the options, status first (fits with 10% spare or more, then
+    tight, then amber), then by the fewest GPUs (default), the lowest hourly cost or the lowest
+    purchase cost (inference only); GPUs without that price come after the priced ones, listed
+    in ``unpriced_gpus``. The answer's ``ranking_rule`` says the rule."""
+    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
+    """driver (default): the bytes the driver shows (nvidia-smi MiB), one basis for every GPU;
+    marketed: the vendor's figure as decimal GB (the seeds' method, which favours GPUs marketed
+    in decimal GB, such as B200 and L40S, by about 7% over those marketed in GiB)."""
     recipe: Literal["mixed-precision-adam", "fp32-gradients-adam"] = "mixed-precision-adam"
     zero_stage: Literal[0, 1, 2, 3] = 3
     activation_fraction: Annotated[float, Meta(ge=0, le=10)] = 0.2
@@ -95,6 +121,8 @@ class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inferen
     cost: Cost | None = None
     """gpu_count x the GPU's prices; null when the GPU has no price or the plan does not fit."""
     rank_by: RankBy = "gpus"
+    ranking_rule: str = ""
+    """How ``options`` are ordered, in words; empty when the request named a gpu."""
     unpriced_gpus: list[str] = msgspec.field(default_factory=list)
     """Ranked by a cost: the GPUs that fit but lack that price (listed after the priced ones)."""
 
@@ -173,6 +201,28 @@ async def resolve_model(
     return await lookup.model_spec(session, slug)
 
 
+def weight_format_of(requested: str | None, checkpoint_format: str) -> str:
+    """The weight format a request sizes: the one it names, else the model's checkpoint as
+    published (its ``checkpoint_format``), else bf16."""
+    return requested or checkpoint_format or "bf16"
+
+
+def checkpoint_warnings(
+    requested: str | None, model: ModelSpec, weights: NumberFormat
+) -> list[PlanWarning]:
+    """Say so when the weights' format came from the checkpoint rather than the request."""
+    if requested is not None or weights.slug != model.checkpoint_format:
+        return []
+    return [
+        PlanWarning(
+            code=WEIGHT_FORMAT_FROM_CHECKPOINT,
+            message=f"No weight_format given: sized in {weights.slug}, the format the "
+            f"checkpoint is published in ({model.checkpoint_bytes:,} B stored); name "
+            "weight_format (e.g. bf16) to size another.",
+        )
+    ]
+
+
 async def resolve_formats(
     session: AsyncSession, weight_slug: str, kv_slug: str | None
 ) -> tuple[NumberFormat, NumberFormat]:
@@ -244,7 +294,7 @@ def _train(
         )
         for gpu in gpus
     ]
-    answers.sort(key=lambda a: (not a.fits, a.gpu_count, -a.spare_fraction))
+    answers.sort(key=lambda a: (STATUS_ORDER[a.status], a.gpu_count, -a.spare_fraction))
     if len(gpus) == 1:
         return answers[0]
     return msgspec.structs.replace(answers[0], options=answers)
@@ -268,9 +318,10 @@ def answer_plan(
     if data.workload != "inference":
         require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
+    from_checkpoint = checkpoint_warnings(data.weight_format, model, weights)
     if data.method == "vllm":
         require(data.gpu is not None, "gpu", "the vllm method needs one gpu")
-        return vllm_plan(  # type: ignore[return-value]
+        answer = vllm_plan(
             model,
             gpus[0],
             weights,
@@ -279,19 +330,23 @@ def answer_plan(
             users=data.concurrency,
             context_tokens=data.context_tokens,
             utilisation=data.gpu_memory_utilization,
-            splits=workload.splits,
+            splits=workload.splits or default_splits(gpus[0].gpus_per_node, max_nodes=1),
+        )
+        return msgspec.structs.replace(  # type: ignore[return-value]
+            answer, warnings=from_checkpoint
         )
     if data.gpu is not None:
         best = plan(model, gpus[0], weights, kv, workload)
-        return PlanAnswer(
-            **msgspec.structs.asdict(best), cost=plan_cost(best, prices), rank_by=data.rank_by
-        )
+        found = msgspec.structs.asdict(best)
+        found["warnings"] = [*from_checkpoint, *best.warnings]
+        return PlanAnswer(**found, cost=plan_cost(best, prices), rank_by=data.rank_by)
     plans = rank_gpus(model, gpus, weights, kv, workload)
     require(bool(plans), "splits", "no GPU in the catalogue can split this model that way")
     costs = [plan_cost(p, prices) for p in plans]
     order, unpriced = rank_plans(plans, costs, data.rank_by)
     options = [PlanOption(**msgspec.structs.asdict(plans[i]), cost=costs[i]) for i in order]
     top = msgspec.structs.asdict(options[0])
+    top["warnings"] = [*from_checkpoint, *top["warnings"]]
     if unpriced:
         kind = "an hourly" if data.rank_by == "hourly_cost" else "a purchase"
         top["warnings"] = [
@@ -303,13 +358,20 @@ def answer_plan(
                 "and come after the priced GPUs.",
             ),
         ]
-    return PlanAnswer(**top, options=options, rank_by=data.rank_by, unpriced_gpus=unpriced)
+    return PlanAnswer(
+        **top,
+        options=options,
+        rank_by=data.rank_by,
+        ranking_rule=ranking_rule(data.rank_by),
+        unpriced_gpus=unpriced,
+    )
 
 
 async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
     """Look the request's names up in the catalogue and run the sizing core on them."""
     model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpus = await resolve_gpus(session, data.gpu)
-    weights, kv = await resolve_formats(session, data.weight_format, data.kv_format)
+    weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
+    weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
     prices = await gpu_prices(session) if data.workload == "inference" else {}
-    return answer_plan(data, model, gpus, weights, kv, prices)
+    return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)

@@ -27,6 +27,7 @@ from service.plans.evaluate import (
     answer_plan,
     inline_model,
     model_source,
+    weight_format_of,
 )
 from service.plans.records import CatalogueChange
 from service.sizing.errors import require
@@ -50,11 +51,14 @@ async def take(session: AsyncSession, request: PlanRequest) -> Snapshot:
     snapshot: Snapshot = {}
     if model_source(request.model, request.model_spec, request.config_json) == "model":
         assert request.model is not None
-        snapshot["model"] = row_values(await resolve(session, Model, request.model, "model"))
+        row = await resolve(session, Model, request.model, "model")
+        snapshot["model"] = row_values(row)
+        checkpoint = row.checkpoint_format
     else:
         # The architecture the answer is sized on (a config.json as the importer reads it).
         spec = inline_model(request.model_spec, request.config_json)
         snapshot["model_spec"] = msgspec.to_builtins(spec)
+        checkpoint = spec.checkpoint_format
     if request.gpu is not None:
         gpus = [await resolve(session, Gpu, request.gpu, "gpu")]
     else:
@@ -65,7 +69,8 @@ async def take(session: AsyncSession, request: PlanRequest) -> Snapshot:
         select(Interconnect).where(Interconnect.slug.in_(link_slugs)).order_by(Interconnect.slug)
     )
     snapshot["interconnects"] = [row_values(row) for row in links]
-    weights = await resolve(session, Format, request.weight_format, "weight_format")
+    weight_slug = weight_format_of(request.weight_format, checkpoint)
+    weights = await resolve(session, Format, weight_slug, "weight_format")
     snapshot["weight_format"] = row_values(weights)
     if request.kv_format is not None:
         kv = await resolve(session, Format, request.kv_format, "kv_format")

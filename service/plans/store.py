@@ -6,7 +6,7 @@ WHERE after the first writer commits; SQLite serialises writers)."""
 import base64
 import binascii
 import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from sqlalchemy import ColumnElement, and_, or_, select, update
@@ -18,7 +18,6 @@ from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.plans.records import PlanEvent, PlanSummary, SavedPlan
 from service.plans.tables import IdempotencyKeyRow, PlanEventRow, PlanRow, utc_now
 from service.plans.workflow import Decision, EventKind, PreconditionFailed, Status
-from service.sizing.errors import SizingError
 
 
 class PlanNotFound(LookupError):
@@ -63,7 +62,10 @@ def summary(row: PlanRow) -> PlanSummary:
         workload=row.workload,
         model=row.model_slug,
         gpu=row.gpu_slug,
-        weight_format=str(row.request.get("weight_format", "")),
+        # Omitted in the request: the checkpoint's, as the answer names it (training: none).
+        weight_format=str(
+            row.request.get("weight_format") or answer.get("weight_format") or "bf16"
+        ),
         fits=answer["fits"],
         fit_status=answer["status"],
         gpu_count=answer["gpu_count"],
@@ -205,15 +207,32 @@ def encode_cursor(row: PlanRow) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+MAX_ROW_ID = 2**63 - 1
+"""The largest id a row can have: a signed 64-bit integer (PostgreSQL BIGINT, SQLite INTEGER)."""
+_CursorId = Annotated[int, msgspec.Meta(ge=1, le=MAX_ROW_ID)]
+
+
+class InvalidCursor(ValueError):
+    """A ``cursor`` this service did not hand out (422 naming it)."""
+
+    field = "cursor"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def decode_cursor(cursor: str) -> tuple[datetime.datetime, int]:
-    """The (created_at, id) of the last plan of the previous page; 400 naming ``cursor``."""
+    """The (created_at, id) of the last plan of the previous page, decoded strictly: the id
+    within the database's integer range, the moment in UTC (what encode_cursor writes; another
+    offset could leave datetime's range when converted, year 1 at +14:00)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, plan_id = msgspec.json.decode(raw, type=tuple[datetime.datetime, int])
+        created, plan_id = msgspec.json.decode(raw, type=tuple[datetime.datetime, _CursorId])
     except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        raise SizingError("cursor", "is not a cursor this service handed out") from None
-    if created.tzinfo is None:
-        raise SizingError("cursor", "is not a cursor this service handed out")
+        raise InvalidCursor("is not a cursor this service handed out") from None
+    if created.utcoffset() != datetime.timedelta(0):
+        raise InvalidCursor("is not a cursor this service handed out (its time is not UTC)")
     return created, plan_id
 
 

@@ -12,7 +12,7 @@ import msgspec
 
 from service.sizing.errors import SizingError
 from service.sizing.matrix import Matrix, MatrixCell, MatrixRow
-from service.sizing.plan import Plan, rank_key
+from service.sizing.plan import RANKING_RULE, STATUS_ORDER, Plan, rank_key
 
 RankBy = Literal["gpus", "hourly_cost", "purchase_cost"]
 NO_PRICE = "no_price"
@@ -101,22 +101,35 @@ def rank_plans(
 ) -> tuple[list[int], list[str]]:
     """The order of ``plans`` (indices, best first) and the fitting GPUs left unpriced.
 
-    gpus: fit, fewest GPUs, most spare (the core's order). hourly_cost / purchase_cost: fit, then
-    priced before unpriced, then the lowest total, then the core's order.
+    gpus: the core's order (``RANKING_RULE``). hourly_cost / purchase_cost: the same status
+    first, then priced before unpriced, then the lowest total, then the core's order.
     """
     indices = list(range(len(plans)))
     if rank_by == "gpus":
         return sorted(indices, key=lambda i: rank_key(plans[i])), []
     check_one_currency(costs, rank_by)
 
-    def key(i: int) -> tuple[bool, bool, int, tuple[bool, int, float]]:
+    def key(i: int) -> tuple[int, bool, int, tuple[int, int, float]]:
         total = _total(costs[i], rank_by)
-        return (not plans[i].fits, total is None, total or 0, rank_key(plans[i]))
+        return (STATUS_ORDER[plans[i].status], total is None, total or 0, rank_key(plans[i]))
 
     unpriced = [
         p.gpu for p, c in zip(plans, costs, strict=True) if p.fits and _total(c, rank_by) is None
     ]
     return sorted(indices, key=key), unpriced
+
+
+def ranking_rule(rank_by: RankBy) -> str:
+    """How ``rank_plans`` orders options, in words (the answer's ``ranking_rule``)."""
+    if rank_by == "gpus":
+        return RANKING_RULE
+    total = "hourly" if rank_by == "hourly_cost" else "purchase"
+    return (
+        "status first: plans that fit with at least 10% spare, then tight (under 10%), then "
+        f"amber (under 5%), then those that do not fit; within a status, the lowest {total} "
+        "cost (GPUs without that price after the priced ones), then the fewest GPUs, then the "
+        "most spare"
+    )
 
 
 class CostedCell(MatrixCell, frozen=True, kw_only=True):

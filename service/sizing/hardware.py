@@ -7,7 +7,13 @@ import msgspec
 from service.sizing.errors import require
 
 CapacityBasis = Literal["marketed", "driver"]
-"""marketed: the vendor's decimal GB (the seeds' method); driver: what nvidia-smi reports."""
+"""driver (the default): the bytes the driver shows usable (nvidia-smi's "Total" MiB, rocm-smi's
+bytes), one basis for every GPU; marketed: the vendor's figure read as decimal GB (the seeds'
+method). The marketed figures mix units: an H100's "80 GB" is 80 GiB of HBM (81,559 MiB
+visible, 85.5 GB) while a B200's "192 GB" is decimal (183,359 MiB visible, 192.3 GB), so on the
+marketed basis the GiB-marketed GPUs lose about 7% against the decimal ones."""
+
+DEFAULT_CAPACITY_BASIS: CapacityBasis = "driver"
 
 
 class LinkSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,9 +46,16 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Dense FP8 tensor-core peak; 0 when the GPU has no FP8 tensor cores or it is unknown."""
 
     def capacity_bytes(self, basis: CapacityBasis) -> int:
+        """The bytes a plan fills. A GPU without a driver figure counts its marketed figure in
+        decimal bytes on either basis: the smaller reading of the vendor's number (for every
+        catalogue GPU, 0.1% (B200) to 7.4% (A100) under what the driver shows), so a plan never
+        counts memory that is not there; the plan warns (capacity_basis_fallback)."""
         if basis == "driver" and self.driver_visible_bytes:
             return self.driver_visible_bytes
         return self.memory_bytes
+
+    def driver_figure_missing(self, basis: CapacityBasis) -> bool:
+        return basis == "driver" and not self.driver_visible_bytes
 
 
 def validate_gpu(gpu: GpuSpec, field: str = "gpu") -> GpuSpec:

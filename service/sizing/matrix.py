@@ -3,14 +3,16 @@
 Seed rule (part 7, "Which GPUs hold which models?"): each cell is the fewest GPUs that hold the
 model with a modest working load: 8 conversations of 8,192 tokens (16-bit KV in the BF16 rows,
 FP8 KV in the others), about 4 GB of overhead per GPU, each GPU filled to 90%. Splits come in
-1, 2, 4 or 8; beyond one server, pipeline stages across servers ("or two servers"). Amber cells
-fit with under 5% to spare.
+1, 2, 4 or 8; beyond one server, pipeline stages across servers ("or two servers"): the default
+ladder /plan uses too (``service.sizing.parallel.default_splits``). Amber cells fit with under
+5% to spare.
 """
 
 from collections.abc import Sequence
 
 import msgspec
 
+from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -23,10 +25,12 @@ from service.sizing.plan import (
 )
 from service.sizing.weights import model_weight_bytes
 
-MATRIX_SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
-"""One node of 8, then up to four nodes through pipeline stages."""
+SEED_MATRIX_WORKLOAD = Workload(capacity_basis="marketed")
+"""The seeds' matrix: their workload on the marketed capacity basis, the default split ladder."""
 
-SEED_MATRIX_WORKLOAD = Workload(splits=MATRIX_SPLITS)
+MAX_MATRIX_CELLS = 4096
+"""The most cells (models x formats x GPUs) one matrix computes: the whole shipped catalogue in
+every format (17 x 13 x 11 = 2,431) fits; 64 x 16 x 64 = 65,536 cells took 40 s and 11.8 MB."""
 
 
 class MatrixCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,16 +90,29 @@ def matrix_cell(
     )
 
 
+def validate_size(models: int, formats: int, gpus: int) -> None:
+    """At most MAX_MATRIX_CELLS cells; too many is an error naming the longest list."""
+    cells = models * formats * gpus
+    longest = max((models, "models"), (formats, "formats"), (gpus, "gpus"), key=lambda c: c[0])
+    require(
+        cells <= MAX_MATRIX_CELLS,
+        longest[1],
+        f"{models} models x {formats} formats x {gpus} GPUs is {cells:,} cells; a matrix holds "
+        f"at most {MAX_MATRIX_CELLS:,} (name fewer {longest[1]})",
+    )
+
+
 def build_matrix(
     models: Sequence[ModelSpec],
     weight_formats: Sequence[NumberFormat],
     gpus: Sequence[GpuSpec],
-    workload: Workload = SEED_MATRIX_WORKLOAD,
+    workload: Workload | None = None,
     kv_format: NumberFormat | None = None,
 ) -> Matrix:
     """Every (model, format) row against every GPU column; the KV format follows the seed's
-    rule unless one is forced."""
-    validate_workload(workload)
+    rule unless one is forced (``workload``: default the core's, on the driver basis)."""
+    workload = validate_workload(workload or Workload())
+    validate_size(len(models), len(weight_formats), len(gpus))
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:

@@ -4,12 +4,37 @@ Seed rules (part 7, "What if it does not fit on one GPU?"): every layer's weight
 into equal slices, one per GPU; the KV cache splits the same way because each GPU handles its
 share of the KV heads; splits come in 1, 2, 4 or 8 because the attention heads have to divide
 evenly. Beyond one server, pipeline parallelism gives each server a run of layers.
+
+The default ladder of GPU counts (``default_splits``) is the one /plan, /matrix, the chat
+commands and the CLI try when a request names none: the seed's 1, 2, 4, 8 inside a node (powers
+of two up to the catalogue's ``gpus_per_node``, and the whole node), then whole nodes as pipeline
+stages, doubling (2, 4 nodes: the matrix's "or two servers").
 """
 
 import msgspec
 
 from service.sizing.errors import SizingError
 from service.sizing.models import LayerType, ModelSpec
+
+DEFAULT_MAX_NODES = 4
+"""The default ladder stops at four nodes (32 GPUs of 8 per node)."""
+
+
+def default_splits(gpus_per_node: int, max_nodes: int = DEFAULT_MAX_NODES) -> tuple[int, ...]:
+    """Powers of two below ``gpus_per_node``, the whole node, then 2, 4, ... ``max_nodes``
+    nodes (8 per node: 1, 2, 4, 8, 16, 32)."""
+    if gpus_per_node < 1:
+        raise SizingError("gpus_per_node", "must be positive")
+    counts: list[int] = []
+    n = 1
+    while n < gpus_per_node:
+        counts.append(n)
+        n *= 2
+    nodes = 1
+    while nodes <= max_nodes:
+        counts.append(gpus_per_node * nodes)
+        nodes *= 2
+    return tuple(counts)
 
 
 class Split(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,8 +4,11 @@ Seed rule (part 7, "How do you check whether a model will fit, step by step?"):
 1. size the weights from total parameters;
 2. size the KV cache for the worst case, every conversation at full length;
 3. usable memory per GPU = capacity x utilisation - overhead (80 GB x 0.9 - 4 GB = 68 GB);
-4. divide and round up to 1, 2, 4 or 8 GPUs;
+4. divide and round up to 1, 2, 4 or 8 GPUs (beyond one node, whole nodes as pipeline stages:
+   the default ladder of ``service.sizing.parallel.default_splits``);
 5. under about 10% spare, look again.
+
+Options on several GPUs are ranked by ``rank_key`` (``RANKING_RULE`` says it in words).
 """
 
 from collections.abc import Sequence
@@ -15,13 +18,20 @@ import msgspec
 
 from service.sizing import advice
 from service.sizing.advice import PlanWarning
+from service.sizing.decode import UNIFORM_ROUTING
 from service.sizing.errors import NoValidSplit, SizingError, require
 from service.sizing.formats import NumberFormat
-from service.sizing.hardware import CapacityBasis, GpuSpec, validate_gpu
+from service.sizing.hardware import (
+    DEFAULT_CAPACITY_BASIS,
+    CapacityBasis,
+    GpuSpec,
+    validate_gpu,
+)
 from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
+    default_splits,
     even_shares,
     split_for,
     split_problem,
@@ -29,7 +39,7 @@ from service.sizing.parallel import (
 )
 from service.sizing.speed import DecodeCeiling, decode_ceiling
 from service.sizing.units import exact, label_bytes
-from service.sizing.weights import active_weight_bytes, model_weight_bytes
+from service.sizing.weights import model_weight_bytes
 
 Status = Literal["fits", "tight", "amber", "does_not_fit"]
 
@@ -39,7 +49,6 @@ AMBER_BELOW = 0.05
 """Seed, matrix legend: amber cells fit with under 5% to spare."""
 UTILISATION_WARN_ABOVE = 0.95
 
-DEFAULT_SPLITS: tuple[int, ...] = (1, 2, 4, 8)
 MAX_GPU_COUNT = 65_536
 MAX_SPLITS = 64
 
@@ -55,8 +64,22 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     context_tokens: int = 8192
     gpu_memory_utilization: float = 0.9
     overhead_bytes_per_gpu: int = 4_000_000_000
-    capacity_basis: CapacityBasis = "marketed"
-    splits: tuple[int, ...] = DEFAULT_SPLITS
+    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
+    splits: tuple[int, ...] | None = None
+    """GPU counts to try; None: each GPU's default ladder (``default_splits``)."""
+
+
+def splits_for(workload: Workload, gpu: GpuSpec) -> tuple[int, ...]:
+    """The GPU counts a plan on ``gpu`` tries: the workload's, else the GPU's default ladder."""
+    if workload.splits is not None:
+        return workload.splits
+    return default_splits(gpu.gpus_per_node)
+
+
+def larger_ladder(gpu: GpuSpec) -> tuple[int, ...]:
+    """The default ladder without its node limit (up to MAX_GPU_COUNT GPUs): where a plan that
+    does not fit looks for the smallest split that would."""
+    return default_splits(gpu.gpus_per_node, max_nodes=max(1, MAX_GPU_COUNT // gpu.gpus_per_node))
 
 
 def validate_inputs(model: ModelSpec, gpu: GpuSpec, workload: Workload) -> None:
@@ -75,7 +98,8 @@ def validate_workload(workload: Workload) -> Workload:
         "must be in (0, 1]",
     )
     require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
-    validate_splits(workload.splits)
+    if workload.splits is not None:
+        validate_splits(workload.splits)
     return workload
 
 
@@ -146,6 +170,9 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     decode: DecodeCeiling
     warnings: list[PlanWarning]
     considered: list[SplitAttempt]
+    smallest_fitting_split: Split | None = None
+    """does_not_fit only: the fewest GPUs of the larger ladder (the default one, with no node
+    limit) that would hold it; null when none would, or when the plan fits."""
 
 
 def usable_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
@@ -194,7 +221,7 @@ def _layout(
     tp, pp = split.tensor_parallel, split.pipeline_parallel
     total_weights = model_weight_bytes(model, weight_format)
     weight_shares = even_shares(total_weights, split.gpu_count)
-    active_share = -(-active_weight_bytes(model, weight_format) // split.gpu_count)
+    mean_share = -(-total_weights // split.gpu_count)
     budget = usable - workload.overhead_bytes_per_gpu
     ctx, users = workload.context_tokens, workload.concurrency
 
@@ -228,7 +255,8 @@ def _layout(
             seq_kv_on_busiest = seq_bytes
     assert busiest is not None
     decode = decode_ceiling(
-        active_weight_bytes_per_gpu=active_share,
+        model,
+        weight_bytes_per_gpu=mean_share,
         kv_bytes_per_sequence_per_gpu=seq_kv_on_busiest,
         concurrency=users,
         hbm_bytes_per_s=gpu.hbm_bytes_per_s,
@@ -254,6 +282,7 @@ def _warnings(
     workload: Workload,
     layout: _Layout,
     status: Status,
+    smallest_fitting: Split | None,
 ) -> list[PlanWarning]:
     out: list[PlanWarning] = []
 
@@ -262,10 +291,23 @@ def _warnings(
 
     split = layout.split
     if status == "does_not_fit":
+        if smallest_fitting is None:
+            beyond = (
+                "no split of the larger ladder (whole nodes doubling as pipeline stages, while "
+                "each stage keeps a layer) would either."
+            )
+        else:
+            beyond = f"the smallest split that would is {describe_split(smallest_fitting)}."
         warn(
             advice.DOES_NOT_FIT,
             f"No allowed split of {gpu.slug} holds the weights plus the worst-case KV cache; "
-            f"the closest was {split.gpu_count} GPU(s).",
+            f"the closest was {split.gpu_count} GPU(s); {beyond}",
+        )
+    if gpu.driver_figure_missing(workload.capacity_basis):
+        warn(
+            advice.CAPACITY_BASIS_FALLBACK,
+            f"{gpu.slug} has no driver-visible capacity in the catalogue: its marketed "
+            f"{label_bytes(gpu.memory_bytes)} counts, read as decimal bytes.",
         )
     if workload.context_tokens >= model.max_context_tokens:
         warn(
@@ -277,7 +319,10 @@ def _warnings(
         warn(
             advice.MOE_SIZED_BY_TOTAL,
             f"Mixture of experts: memory is sized by all {model.total_params:,} parameters; "
-            f"each token computes with about {model.resolved_active_params:,}.",
+            f"each token computes with about {model.resolved_active_params:,}. A decode step "
+            f"of {workload.concurrency:,} conversation(s) reads about "
+            f"{layout.decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
+            f"layer ({UNIFORM_ROUTING}).",
         )
     if workload.gpu_memory_utilization > UTILISATION_WARN_ABOVE:
         warn(
@@ -341,6 +386,7 @@ def _finish(
     workload: Workload,
     layout: _Layout,
     considered: list[SplitAttempt],
+    smallest_fitting: Split | None = None,
 ) -> Plan:
     spare = layout.total_budget - layout.total_weights - layout.total_kv
     fraction = spare / layout.total_budget if layout.total_budget > 0 else -1.0
@@ -376,8 +422,11 @@ def _finish(
         context_tokens=workload.context_tokens,
         per_gpu=per,
         decode=layout.decode,
-        warnings=_warnings(model, gpu, weight_format, kv_format, workload, layout, status),
+        warnings=_warnings(
+            model, gpu, weight_format, kv_format, workload, layout, status, smallest_fitting
+        ),
         considered=considered,
+        smallest_fitting_split=smallest_fitting if status == "does_not_fit" else None,
     )
 
 
@@ -409,13 +458,15 @@ def plan(
 ) -> Plan:
     """Seed step 4: the fewest GPUs among the allowed splits that hold it all.
 
-    When none does, the answer is the largest valid split, marked does_not_fit.
+    When none does, the answer is the largest valid split, marked does_not_fit, naming the
+    smallest split of the larger ladder that would hold it (``smallest_fitting_split``).
     """
     validate_inputs(model, gpu, workload)
     considered: list[SplitAttempt] = []
     last: _Layout | None = None
     usable = usable_bytes_per_gpu(gpu, workload)
-    for count in sorted(set(workload.splits)):
+    tried = sorted(set(splits_for(workload, gpu)))
+    for count in tried:
         try:
             split = split_for(count, gpu.gpus_per_node)
         except SizingError as exc:
@@ -443,7 +494,46 @@ def plan(
     if last is None:
         reasons = "; ".join(f"{a.gpu_count}: {a.reason}" for a in considered)
         raise NoValidSplit("splits", f"no allowed GPU count can split {model.slug}: {reasons}")
-    return _finish(model, gpu, weight_format, kv_format, workload, last, considered)
+    smallest = smallest_fitting_split(
+        model, gpu, weight_format, kv_format, workload, usable, skip=set(tried)
+    )
+    return _finish(model, gpu, weight_format, kv_format, workload, last, considered, smallest)
+
+
+def smallest_fitting_split(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weight_format: NumberFormat,
+    kv_format: NumberFormat,
+    workload: Workload,
+    usable: int,
+    skip: set[int],
+) -> Split | None:
+    """The fewest GPUs of ``larger_ladder`` that hold it (counts in ``skip`` were tried and
+    did not); None when none does. The ladder ends where a stage would have no layer."""
+    for count in larger_ladder(gpu):
+        if count in skip:
+            continue
+        split = split_for(count, gpu.gpus_per_node)
+        if split.pipeline_parallel > model.layers:
+            return None
+        if split_problem(model, split):
+            continue
+        layout = _layout(model, gpu, weight_format, kv_format, workload, split, usable)
+        if layout.per_gpu.spare_bytes >= 0:
+            return split
+    return None
+
+
+def describe_split(split: Split) -> str:
+    """'16 GPUs (tensor parallel 8 x 2 pipeline stages, 2 nodes)'."""
+    gpus = f"{split.gpu_count} GPU{'s' if split.gpu_count > 1 else ''}"
+    if split.nodes == 1:
+        return f"{gpus} (tensor parallel {split.tensor_parallel}, 1 node)"
+    return (
+        f"{gpus} (tensor parallel {split.tensor_parallel} x {split.pipeline_parallel} pipeline "
+        f"stages, {split.nodes} nodes)"
+    )
 
 
 def plan_if_splittable(
@@ -461,9 +551,19 @@ def plan_if_splittable(
         return None
 
 
-def rank_key(p: Plan) -> tuple[bool, int, float]:
-    """Best first: plans that fit, then the fewest GPUs, then the most spare."""
-    return (not p.fits, p.gpu_count, -p.spare_fraction)
+STATUS_ORDER: dict[Status, int] = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
+RANKING_RULE = (
+    "status first: plans that fit with at least 10% spare, then tight (under 10%), then amber "
+    "(under 5%), then those that do not fit; within a status, the fewest GPUs, then the most "
+    "spare"
+)
+"""Seed step 5: under about 10% spare, look again. A plan the seed says to look at again is not
+a better answer than one it does not, however few GPUs it takes."""
+
+
+def rank_key(p: Plan) -> tuple[int, int, float]:
+    """Best first, by RANKING_RULE."""
+    return (STATUS_ORDER[p.status], p.gpu_count, -p.spare_fraction)
 
 
 def rank_gpus(

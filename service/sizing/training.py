@@ -6,7 +6,8 @@ Seed rules (part 7, "Why does training need so much more memory?"):
 - activations with checkpointing: budget about 20% on top (70.6B x 16 = 1,130 GB, +20% = 1.36 TB);
 - FSDP and DeepSpeed ZeRO shard the states across GPUs: stage 1 the optimizer state, stage 2 the
   gradients too, stage 3 (= FSDP full shard) the weights too;
-- LoRA freezes a 16-bit base and trains small adapters; QLoRA stores the frozen base in NF4.
+- LoRA freezes a 16-bit base and trains small adapters; QLoRA stores the frozen base in NF4
+  (its linear layers: bitsandbytes quantises nn.Linear only; embeddings, head and norms 16-bit).
 The second article ("The Training Multiplier") counts 2 (weights) + 4 (FP32 gradients) + 8 (Adam)
 = 14 bytes per parameter: 98 GB for a 7B model.
 """
@@ -23,7 +24,7 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.plan import Workload, budget_bytes_per_gpu, validate_inputs
 from service.sizing.units import ceil_div, exact
-from service.sizing.weights import model_weight_bytes
+from service.sizing.weights import model_weight_bytes, qlora_base_bytes
 
 ZeroStage = Literal[0, 1, 2, 3]
 TrainingMode = Literal["full", "lora", "qlora"]
@@ -219,18 +220,23 @@ def adapter_training_memory(
     base_format: NumberFormat | None = None,
 ) -> TrainingMemory:
     """LoRA: frozen 16-bit base (no gradients, no optimizer state) plus adapters trained with
-    the full recipe; QLoRA: the same with the base in NF4. Everything is sharded evenly across
-    ``gpu_count`` GPUs (FSDP); activations are ``activation_fraction`` of the per-GPU bytes."""
+    the full recipe; QLoRA: the same with the base's linear layers in NF4 and its embedding,
+    LM head and norms 16-bit (``qlora_base_bytes``: bitsandbytes quantises ``nn.Linear`` only).
+    Everything is sharded evenly across ``gpu_count`` GPUs (FSDP); activations are
+    ``activation_fraction`` of the per-GPU bytes."""
     require(gpu_count >= 1, "gpu_count", "must be at least 1")
     recipe = adapter_recipe or RECIPES["mixed-precision-adam"]
-    base_fmt = base_format or (FORMATS["bf16"] if mode == "lora" else FORMATS["nf4"])
     adapters = lora_adapter_params(model, rank, targets)
+    if mode == "qlora":
+        base = qlora_base_bytes(model, base_format or FORMATS["nf4"])
+    else:
+        base = model_weight_bytes(model, base_format or FORMATS["bf16"])
     return _memory(
         mode,
         gpu_count,
         3,  # FSDP shards the frozen base too
         adapters,
-        model_weight_bytes(model, base_fmt) + adapters * recipe.weight_bytes_per_param,
+        base + adapters * recipe.weight_bytes_per_param,
         adapters * recipe.gradient_bytes_per_param,
         adapters * recipe.optimizer_bytes_per_param,
         activation_fraction,

@@ -36,6 +36,55 @@ def model_weight_bytes(model: ModelSpec, fmt: NumberFormat) -> int:
     return weight_bytes(model.total_params, fmt)
 
 
+def decoder_linear_params(model: ModelSpec) -> int:
+    """Values of the decoder layers' linear weight matrices, from the spec's shapes: attention
+    (q, k, v, o; MLA's q_a/q_b, kv_a_proj_with_mqa, kv_b and o; Gated DeltaNet's in_proj_qkvz,
+    in_proj_ba and out_proj), the dense FFNs (gate, up, down) and, for MoE, every routed expert
+    and the router. What a spec does not describe (shared experts, Qwen3-Next's output gate)
+    is left out, so it counts with the 16-bit rest: an overestimate, never an underestimate.
+    MLA's no-rope query/key width is taken as head_dim (DeepSeek-V3: 128, its v_head_dim)."""
+    h, head, heads = model.hidden_size, model.resolved_head_dim, model.attention_heads
+    q, kv = heads * head, model.kv_heads * head
+    gqa_layers = model.count_layers("full") + model.count_layers("sliding")
+    total = gqa_layers * (2 * h * q + 2 * h * kv)
+    mla_layers = model.count_layers("mla")
+    if mla_layers:
+        qk_head = head + model.qk_rope_head_dim
+        rank = model.q_lora_rank
+        query = h * rank + rank * heads * qk_head if rank else h * heads * qk_head
+        latent = h * (model.kv_lora_rank + model.qk_rope_head_dim)
+        total += mla_layers * (query + latent + model.kv_lora_rank * heads * 2 * head + q * h)
+    linear_layers = model.count_layers("linear")
+    if linear_layers:
+        key = model.linear_key_heads * model.linear_key_head_dim
+        value = model.linear_value_heads * model.linear_value_head_dim
+        qkvz_ba = h * (2 * key + 2 * value) + h * 2 * model.linear_value_heads
+        total += linear_layers * (qkvz_ba + value * h)
+    if model.is_moe:
+        moe_layers = model.layers - model.dense_layers
+        total += model.dense_layers * 3 * h * model.dense_intermediate_size
+        total += moe_layers * (model.experts * 3 * h * model.intermediate_size + model.experts * h)
+    else:
+        total += model.layers * 3 * h * model.intermediate_size
+    return min(total, model.total_params)
+
+
+def qlora_base_bytes(model: ModelSpec, fmt: NumberFormat) -> int:
+    """QLoRA's frozen base: the decoder's linear layers in ``fmt`` (NF4), the rest 16-bit.
+
+    transformers' bitsandbytes integration (``replace_with_bnb_linear``) swaps only
+    ``nn.Linear`` modules for ``Linear4bit`` and skips ``modules_to_not_convert``, which
+    ``get_keys_to_not_convert`` fills with the output embedding (``lm_head``); the input
+    embedding is an ``nn.Embedding`` and the norms are not linear, so embedding, head, norms
+    and biases stay in the load dtype (bf16). peft's ``prepare_model_for_kbit_training`` then
+    upcasts every non-``Params4bit`` 16-bit parameter to fp32; the QLoRA authors' script
+    (artidoro/qlora ``qlora.py``) casts ``embed_tokens`` and ``lm_head`` back to bf16 and keeps
+    the norms fp32 (hidden-sized vectors, under 0.01% of a model), which is counted 16-bit here.
+    """
+    linear = decoder_linear_params(model)
+    return fmt.bytes_for(linear) + (model.total_params - linear) * 2
+
+
 def active_weight_bytes(model: ModelSpec, fmt: NumberFormat) -> int:
     """Bytes one token reads (part 20's speed check): active parameters for MoE, all for dense."""
     return weight_bytes(model.resolved_active_params, fmt)

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from service.sizing.advice import PlanWarning
 from service.sizing.engine import (
     LATEST_ERA,
     CompileCache,
@@ -120,6 +121,9 @@ class VllmPlanAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
     log_lines: list[str]
     prediction: EnginePrediction
     considered: list[VllmSplit]
+    warnings: list[PlanWarning] = msgspec.field(default_factory=list)
+    """About the request itself (``weight_format_from_checkpoint``); the engine's own findings
+    are in the prediction's notes."""
 
 
 def engine_config(

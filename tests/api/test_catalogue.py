@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -133,6 +134,26 @@ async def test_list_filters_and_pages(client: Client) -> None:
     assert moe["total"] == 7  # 6 shipped by 0002, Qwen3-Next by 0007
 
 
+async def test_vendor_filter_is_literal_text_ignoring_case(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # The shipped catalogue: 10 NVIDIA GPUs and 1 AMD one; no vendor holds %, _ or \.
+    nvidia = (await client.get("/gpus", params={"vendor": "nvidia"})).json()
+    assert nvidia["total"] == 10
+    for wildcard in ("%", "_", "nvidi_", "NV%", "\\", "nvidia\\"):
+        page = await client.get("/gpus", params={"vendor": wildcard})
+        assert page.status_code == 200, (wildcard, page.text)
+        assert page.json()["total"] == 0, wildcard  # no vendor is spelt that way
+    odd = await client.post(
+        "/gpus", json=new_gpu("t-vendor", vendor="50%_Co\\"), headers=admin_headers
+    )
+    assert odd.status_code == 201, odd.text
+    found = (await client.get("/gpus", params={"vendor": "50%_co\\"})).json()
+    assert [g["slug"] for g in found["items"]] == ["t-vendor"]
+    assert (await client.get("/gpus", params={"vendor": "50%"})).json()["total"] == 0
+    assert (await client.delete("/gpus/t-vendor", headers=admin_headers)).status_code == 204
+
+
 async def test_bad_query_is_400_naming_the_parameter(client: Client) -> None:
     assert_problem(await client.get("/gpus", params={"limit": 0}), 400, "limit")
 
@@ -248,3 +269,21 @@ async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
         served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
         spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))
         assert {k: spec[k] for k in served} == served, item["slug"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"aliases": ["ok", "Not A Slug"]}, "aliases[1]"),
+        ({"aliases": ["x" * 65]}, "aliases[0]"),  # a slug is at most 64 characters
+        ({"sources": ["a", ""]}, "sources[1]"),  # 1 to 1,000 characters
+        ({"sources": ["y" * 1001]}, "sources[0]"),
+    ],
+)
+async def test_list_items_outside_their_schema_bounds_are_400_naming_the_item(
+    client: Client, admin_headers: dict[str, str], changes: dict[str, Any], field: str
+) -> None:
+    # The items' bounds are the schema's (GpuBody.aliases.items, GpuBody.sources.items), so
+    # decoding refuses them as it refuses any bound the spec states.
+    response = await client.post("/gpus", json=new_gpu("bounded", **changes), headers=admin_headers)
+    assert_problem(response, 400, field)

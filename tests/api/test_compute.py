@@ -16,7 +16,14 @@ from litestar.testing import AsyncTestClient
 Client = AsyncTestClient[Litestar]
 GB = 10**9
 LLAMA_70B_PARAMS = 70_553_706_496
-SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+# The seeds size on the marketed decimal GB ("80 GB x 0.9"); the service's default is driver.
+SIX_STEP = {
+    "model": "llama-3.1-70b",
+    "gpu": "h100",
+    "concurrency": 40,
+    "context_tokens": 8192,
+    "capacity_basis": "marketed",
+}
 
 
 async def post(client: Client, path: str, body: dict[str, Any], **headers: str) -> Any:
@@ -79,7 +86,8 @@ async def test_plan_without_gpu_ranks_every_catalogue_gpu(client: Client) -> Non
     options = plan["options"]
     gpus = await client.get("/gpus", params={"limit": 500})
     assert len(options) == gpus.json()["total"]
-    order = [(not o["fits"], o["gpu_count"], -o["spare_fraction"]) for o in options]
+    status = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
+    order = [(status[o["status"]], o["gpu_count"], -o["spare_fraction"]) for o in options]
     assert order == sorted(order)
     assert plan["gpu"] == options[0]["gpu"]
     # B200 (192 GB): 2 x 168.8 GB holds 248.5 GB, one does not.
@@ -139,7 +147,12 @@ async def test_matrix_default_is_the_seeds_workload(client: Client) -> None:
 async def test_matrix_csv_has_units_in_its_headers(client: Client) -> None:
     response = await client.post(
         "/matrix",
-        json={"models": ["llama-3.1-70b"], "formats": ["bf16"], "gpus": ["b200"]},
+        json={
+            "models": ["llama-3.1-70b"],
+            "formats": ["bf16"],
+            "gpus": ["b200"],
+            "capacity_basis": "marketed",
+        },
         headers={"Accept": "text/csv"},
     )
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
@@ -168,19 +181,91 @@ async def test_matrix_csv_has_units_in_its_headers(client: Client) -> None:
 async def test_offload_reproduces_the_seeds_example(client: Client) -> None:
     # 60 GB resident at 3,350 GB/s = 17.9 ms; 141,107,412,992 - 60e9 = 81,107,412,992 B over
     # PCIe 5.0 x16 (64 GB/s per direction) = 1.2673 s; under 1 token/s, about 98% idle.
-    o = await post(
-        client, "/offload", {"model": "llama-3.1-70b", "gpu": "h100-sxm", "resident_bytes": 60 * GB}
-    )
+    # The seed counts the weights alone: a short conversation (128 tokens, 41,943,040 B of KV
+    # a step, 0.0125 ms) keeps the KV read negligible.
+    body = {
+        "model": "llama-3.1-70b",
+        "gpu": "h100-sxm",
+        "resident_bytes": 60 * GB,
+        "capacity_basis": "marketed",
+    }
+    o = await post(client, "/offload", {**body, "context_tokens": 128})
     assert o["link"] == "pcie-5-x16" and o["link_bytes_per_s"] == 64 * GB
     assert o["offloaded_bytes"] == 81_107_412_992
     assert o["hbm_s_per_step"] == pytest.approx(60e9 / 3350e9)
     assert o["link_s_per_step"] == pytest.approx(81_107_412_992 / 64e9)
     assert o["tokens_per_s"] < 1
     assert int(o["gpu_idle_fraction"] * 100) == 98
-    # Four H100s: 35,276,853,248 B per GPU / 3,350 GB/s = 10.5 ms: about 95 tokens/s.
+    # Four H100s: (35,276,853,248 + 10,485,760) B per GPU / 3,350 GB/s = 10.5 ms: about 95
+    # tokens/s.
     alt = o["fully_resident"]
     assert alt["gpu_count"] == 4 and alt["weights_bytes_per_gpu"] == 35_276_853_248
     assert round(alt["tokens_per_s"]) == 95
+
+
+async def test_plan_and_offload_agree_on_a_mixtral_decode_step_on_4_l40s(client: Client) -> None:
+    # Mixtral 8x7B's catalogue row: 46,702,792,704 parameters, 12,748,853,248 active (top-2 of
+    # 8). BF16 on 4 x L40S holds 23,351,396,352 B of weights a GPU; one token reads its active
+    # share, 2 x 12,748,853,248 / 4 = 6,374,426,624 B, plus one 8,192-token KV slice
+    # (8,192 x 131,072 / 4 = 268,435,456 B): 6,642,862,080 B at 864 GB/s = 7.689 ms, 130.1
+    # tokens/s (reading all 23.35 GB was /offload's 37.0). A batch of 16 touches
+    # 8 x (1 - 0.75^16) = 7.92 experts a layer: 2 x 46,119,730,134 / 4 = 23,059,865,067 B plus
+    # 16 KV slices (4,294,967,296 B) = 27,354,832,363 B (tests/unit/sizing/test_decode.py).
+    common = {
+        "model": "mixtral-8x7b",
+        "gpu": "l40s",
+        "weight_format": "bf16",
+        "kv_format": "bf16",
+        "capacity_basis": "marketed",
+        "context_tokens": 8192,
+    }
+    for batch, step_bytes in ((1, 6_642_862_080), (16, 27_354_832_363)):
+        plan = await post(client, "/plan", {**common, "concurrency": batch, "splits": [4]})
+        assert plan["gpu_count"] == 4
+        assert plan["decode"]["bytes_per_step_per_gpu"] == step_bytes
+        o = await post(client, "/offload", {**common, "gpu_count": 4, "batch_size": batch})
+        assert o["s_per_step"] == pytest.approx(step_bytes / 864e9)
+        assert o["s_per_step"] == pytest.approx(plan["decode"]["s_per_step"])
+        assert o["offloaded_bytes"] == 0 and o["link_bytes_per_step"] == 0
+        assert o["step"]["bytes_per_gpu"] == step_bytes
+        assert o["fully_resident"]["s_per_step"] == pytest.approx(step_bytes / 864e9)
+        assert "moe_offload_experts" in {w["code"] for w in o["warnings"]}
+        if batch == 1:
+            assert (
+                round(o["tokens_per_s"], 1)
+                == round(plan["decode"]["tokens_per_s_per_sequence"], 1)
+                == 130.1
+            )
+
+
+async def test_offload_copy_mechanism_moves_every_offloaded_byte(client: Client) -> None:
+    # Half of Mixtral's BF16 weights (46,702,792,704 B) offloaded from 2 x L40S: UVA moves the
+    # active share, 12,748,853,248 B a step; copying the layers moves all 46,702,792,704.
+    body = {"model": "mixtral-8x7b", "gpu": "l40s", "gpu_count": 2, "weight_format": "bf16"}
+    body["resident_bytes"] = 46_702_792_704
+    uva = await post(client, "/offload", body)
+    assert uva["mechanism"] == "uva" and uva["link_bytes_per_step"] == 12_748_853_248
+    copy = await post(client, "/offload", {**body, "mechanism": "copy"})
+    assert copy["mechanism"] == "copy" and copy["link_bytes_per_step"] == 46_702_792_704
+    response = await client.post("/offload", json={**body, "mechanism": "dma"})
+    assert response.status_code == 400 and "mechanism" in response.text
+
+
+async def test_markdown_offload_names_the_mechanism_and_the_bytes_that_cross(
+    client: Client,
+) -> None:
+    # The UVA case above: 12,748,853,248 B (12.7 GB, 11.9 GiB) of 46.7 GB offloaded cross.
+    body = {"model": "mixtral-8x7b", "gpu": "l40s", "gpu_count": 2, "weight_format": "bf16"}
+    response = await client.post(
+        "/offload",
+        json={**body, "resident_bytes": 46_702_792_704},
+        headers={"Accept": "text/markdown"},
+    )
+    assert response.status_code == 200
+    text = response.text
+    assert "Mechanism `uva`" in text and "pinned CPU memory" in text
+    assert "12.7 GB (11.9 GiB) of offloaded weights cross the link" in text
+    assert "`moe_offload_experts`" in text and "2.00 of 8 experts" in text
 
 
 async def test_offload_over_a_named_link(client: Client) -> None:
@@ -209,13 +294,14 @@ async def test_offload_over_a_named_link(client: Client) -> None:
         ("/plan", {**SIX_STEP, "kv_format": "mxfp4"}, 422, "kv_format"),
         ("/plan", {"gpu": "h100"}, 422, "model"),
         ("/plan", {**SIX_STEP, "splits": [3]}, 422, "splits"),
-        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "splits": []}, 422, "splits"),
-        # The vllm method checks the GPU counts as the seed method does (a 0 divided the heads
-        # by nothing: a 500 before).
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 422, "splits"),
-        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 422, "splits"),
+        # The GPU counts' bounds are the schema's (1 to 64 counts, each 1 to 65,536): decoding
+        # refuses them with a 400 naming the entry, for either method (a 0 divided the heads by
+        # nothing under the vllm method: a 500 once).
+        ("/plan", {"model": "llama-3.1-70b", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "splits": []}, 400, "splits"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [0]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [-1]}, 400, "splits[0]"),
+        ("/plan", {**SIX_STEP, "method": "vllm", "splits": [1] * 65}, 400, "splits"),
         (
             "/plan",
             {
@@ -253,11 +339,19 @@ async def test_offload_over_a_named_link(client: Client) -> None:
             "model_spec.layers",
         ),
         ("/matrix", {"gpus": ["nope"]}, 404, "gpus"),
-        ("/matrix", {"formats": ["bf16"], "splits": []}, 422, "splits"),
+        ("/matrix", {"formats": ["bf16"], "splits": []}, 400, "splits"),
         (
             "/offload",
             {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": 10**14},
             422,
+            "resident_bytes",
+        ),
+        # resident_bytes is 0 to 2^53 in the schema (decoding refuses -1); the core keeps it
+        # within the weights' size.
+        (
+            "/offload",
+            {"model": "llama-3.1-70b", "gpu": "h100", "resident_bytes": -1},
+            400,
             "resident_bytes",
         ),
         ("/offload", {"model": "llama-3.1-70b", "gpu": "h100", "link": "pcie-9"}, 404, "link"),
@@ -276,9 +370,11 @@ async def test_bad_input_is_a_problem_naming_the_field(
 
 
 async def test_a_bad_gpu_count_is_named_even_when_ranking_every_gpu(client: Client) -> None:
-    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [0]})
-    assert response.status_code == 422
-    assert "between 1 and 65536" in response.json()["detail"]
+    response = await client.post("/plan", json={"model": "llama-3.1-70b", "splits": [1, 65537]})
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "splits[1]", "message": "Expected `int` <= 65536"}
+    ]
 
 
 async def test_unknown_gpu_suggests_the_closest(client: Client) -> None:
@@ -300,7 +396,14 @@ async def test_plan_from_a_config_json_uses_the_checkpoints_stored_size(client: 
         (Path(__file__).resolve().parents[1] / "data/hf_configs/gpt-oss-120b.json").read_text()
     )
     plan = await post(
-        client, "/plan", {"config_json": config, "gpu": "h100", "weight_format": "mxfp4"}
+        client,
+        "/plan",
+        {
+            "config_json": config,
+            "gpu": "h100",
+            "weight_format": "mxfp4",
+            "capacity_basis": "marketed",
+        },
     )
     assert plan["weights_bytes"] == 65_248_815_744
     assert plan["kv_format"] == "fp8" and plan["kv_bytes_per_token"] == 18_432
@@ -315,3 +418,50 @@ async def test_an_unsupported_config_json_is_a_422_listing_the_families(client: 
     problem = response.json()
     assert problem["errors"][0]["field"] == "config_json.model_type"
     assert "llama" in problem["detail"] and "qwen3_moe" in problem["detail"]
+
+
+async def test_a_matrix_counts_each_model_format_gpu_and_split_once(client: Client) -> None:
+    # Repeats dropped in first-seen order; h100 is h100-sxm's alias, so one column.
+    m = await post(
+        client,
+        "/matrix",
+        {
+            "models": ["llama-3.1-70b", "llama-3.1-70b"],
+            "formats": ["fp8", "bf16", "fp8"],
+            "gpus": ["h200", "h100", "h100-sxm", "h200"],
+            "splits": [8, 1, 8, 2],
+            "capacity_basis": "marketed",
+        },
+    )
+    assert m["gpus"] == ["h200", "h100-sxm"]
+    assert [(r["model"], r["weight_format"]) for r in m["rows"]] == [
+        ("llama-3.1-70b", "fp8"),
+        ("llama-3.1-70b", "bf16"),
+    ]
+    assert [len(r["cells"]) for r in m["rows"]] == [2, 2]
+    assert m["workload"]["splits"] == [8, 1, 2]
+
+
+async def test_a_matrix_over_the_cell_limit_is_a_422_naming_the_longest_list(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import service.sizing.matrix
+
+    monkeypatch.setattr(service.sizing.matrix, "MAX_MATRIX_CELLS", 20)
+    models = ["llama-3.1-70b", "llama-3.1-8b", "deepseek-v3"]
+    # 3 models x 2 formats x 4 GPUs = 24 cells > 20: the GPUs are the longest list.
+    over = {"models": models, "formats": ["bf16", "fp8"], "gpus": ["h100", "h200", "b200", "l40s"]}
+    response = await client.post("/matrix", json=over)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    detail = (
+        "3 models x 2 formats x 4 GPUs is 24 cells; a matrix holds at most 20 (name fewer gpus)"
+    )
+    assert response.json()["errors"] == [{"field": "gpus", "message": detail}]
+    # Repeats are dropped before the count: h100 and h100-sxm are one GPU, 3 x 2 x 3 = 18 cells.
+    within = {
+        **over,
+        "formats": ["bf16", "fp8", "bf16"],
+        "gpus": ["h100", "h100-sxm", "h200", "b200"],
+    }
+    assert (await client.post("/matrix", json=within)).status_code == 200

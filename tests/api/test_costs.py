@@ -19,7 +19,8 @@ PRICES = {
     "h200": {"hourly_price_cents": 549, "purchase_price_cents": 6_000_000},
 }
 OBSERVED = "2025-06-30"
-BODY = {"model": "llama-3.1-70b"}
+# The seeds' marketed basis ("80 GB x 0.9"); the service's default is driver.
+BODY = {"model": "llama-3.1-70b", "capacity_basis": "marketed"}
 
 
 async def set_prices(client: Client, headers: dict[str, str], slug: str, **prices: Any) -> Any:
@@ -90,8 +91,12 @@ async def test_a_plan_that_does_not_fit_has_no_cost(client: Client, priced: None
 async def test_rank_by_gpus_is_the_default(client: Client, priced: None) -> None:
     answer = await plan(client, BODY)
     assert answer["rank_by"] == "gpus" and answer["unpriced_gpus"] == []
-    counts = [o["gpu_count"] for o in answer["options"] if o["fits"]]
-    assert counts == sorted(counts) and counts[0] == 1  # B200, MI300X or GB200 first
+    assert answer["ranking_rule"].startswith("status first")
+    # Status first, then the fewest GPUs: 2 H200s (33.9% spare) before the amber single B200,
+    # MI300X (3.7%) and GB200 (186 GB x 0.9 - 4 GB = 163.4 GB: 0.5%).
+    status = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
+    order = [(status[o["status"]], o["gpu_count"]) for o in answer["options"]]
+    assert order == sorted(order) and answer["options"][0]["gpu"] == "h200"
     assert "no_price" not in {w["code"] for w in answer["warnings"]}
 
 
@@ -118,14 +123,18 @@ async def test_rank_by_purchase_cost(client: Client, priced: None) -> None:
 async def test_a_gpu_with_only_an_hourly_price_is_unpriced_for_purchase(
     client: Client, admin_headers: dict[str, str], priced: None
 ) -> None:
-    # B200: 1 GPU at 899 cents an hour, no purchase price. Hourly: 899 < 1,098 < 1,196.
+    # B200: 1 GPU at 899 cents an hour, no purchase price. Hourly: 899 < 1,098 < 1,196, but its
+    # plan is amber (3.7%): after the H200s' and H100s' that fit with 10% spare or more, first
+    # of the amber ones (priced before unpriced).
     response = await set_prices(
         client, admin_headers, "b200", currency="USD", hourly_price_cents=899
     )
     assert response.status_code == 200, response.text
     try:
         hourly = await plan(client, {**BODY, "rank_by": "hourly_cost"})
-        assert [o["gpu"] for o in hourly["options"][:3]] == ["b200", "h200", "h100-sxm"]
+        assert [o["gpu"] for o in hourly["options"][:2]] == ["h200", "h100-sxm"]
+        amber = [o["gpu"] for o in hourly["options"] if o["status"] == "amber"]
+        assert amber[0] == "b200" and hourly["options"][0]["status"] == "fits"
         purchase = await plan(client, {**BODY, "rank_by": "purchase_cost"})
         assert [o["gpu"] for o in purchase["options"][:2]] == ["h100-sxm", "h200"]
         assert "b200" in purchase["unpriced_gpus"]
@@ -162,7 +171,12 @@ async def test_matrix_and_plan_list_csv_name_their_units(client: Client, priced:
     csv_text = (
         await client.post(
             "/matrix",
-            json={"models": ["llama-3.1-70b"], "formats": ["bf16"], "gpus": ["h200"]},
+            json={
+                "models": ["llama-3.1-70b"],
+                "formats": ["bf16"],
+                "gpus": ["h200"],
+                "capacity_basis": "marketed",
+            },
             headers={"Accept": "text/csv"},
         )
     ).text
@@ -195,7 +209,6 @@ async def test_matrix_and_plan_list_csv_name_their_units(client: Client, priced:
 @pytest.mark.parametrize(
     ("prices", "field"),
     [
-        ({"currency": "USD", "hourly_price_cents": -1}, "hourly_price_cents"),
         ({"hourly_price_cents": 100}, "currency"),
         ({"currency": "USD", "price_observed_on": "2025-02-30"}, "price_observed_on"),
     ],
@@ -206,6 +219,17 @@ async def test_bad_prices_are_422_naming_the_field(
     response = await set_prices(client, admin_headers, "l40s", **prices)
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == field
+
+
+async def test_a_negative_price_is_400_naming_it_as_the_schema_says(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # Money is >= 0 in the schema (GpuBody.hourly_price_cents: minimum 0), so decoding refuses it.
+    response = await set_prices(
+        client, admin_headers, "l40s", currency="USD", hourly_price_cents=-1
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["errors"][0]["field"] == "hourly_price_cents"
 
 
 async def test_a_malformed_currency_is_400_naming_it(

@@ -4,6 +4,7 @@ On SQLite always and on PostgreSQL when TEST_DATABASE_URL is set (the database_u
 The numbers are the seeds' six-step plan, worked by hand in tests/plans/support.py.
 """
 
+import base64
 import csv
 import io
 import json
@@ -63,7 +64,9 @@ async def test_a_saved_plan_keeps_request_answer_and_the_rows_used(
     assert answer["budget_bytes"] == 272 * GB  # 4 x (80 GB x 0.9 - 4 GB)
     assert answer["spare_bytes"] == 272 * GB - SIX_STEP_NEEDED_BYTES == 23_518_404_608
     assert (answer["fits"], answer["status"]) == (True, "tight")  # 8.6% spare: under 10%
-    assert plan["request"]["gpu"] == "h100" and plan["request"]["weight_format"] == "bf16"
+    # The request as sent: no weight_format, so the checkpoint's (Llama ships in BF16).
+    assert plan["request"]["gpu"] == "h100" and plan["request"]["weight_format"] is None
+    assert answer["weight_format"] == "bf16"
     rows = plan["catalogue"]
     assert rows["model"]["slug"] == "llama-3.1-70b"
     assert rows["model"]["total_params"] == 70_553_706_496
@@ -92,7 +95,12 @@ async def test_the_whole_life_cycle(client: Client, people: Cast) -> None:
         1,
         {
             "notes": "halve the users",
-            "request": {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 20},
+            "request": {
+                "model": "llama-3.1-70b",
+                "gpu": "h100",
+                "concurrency": 20,
+                "capacity_basis": "marketed",
+            },
         },
     )
     assert edited.status_code == 200, edited.text
@@ -337,6 +345,43 @@ async def test_an_idempotency_key_makes_a_retry_return_the_first_plan(
     assert carols.status_code == 201 and carols.json()["id"] != first.json()["id"]
 
 
+def cursor_of(created_at: str, plan_id: int) -> str:
+    """A cursor as the service writes one: unpadded url-safe base64 of [created_at, id]."""
+    raw = json.dumps([created_at, plan_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+async def test_a_cursor_out_of_the_databases_range_is_422_naming_it(
+    client: Client, people: Cast
+) -> None:
+    await create(client, people.alice, body("cursor range"))
+    now = "2026-01-01T00:00:00+00:00"
+    # In range: the largest signed 64-bit id (BIGINT, SQLite INTEGER), year 1 and 9999 in UTC.
+    for good in (cursor_of(now, 2**63 - 1), cursor_of("0001-01-01T00:00:00+00:00", 1)):
+        listed = await client.get("/plans", params={"cursor": good}, headers=people.vic)
+        assert listed.status_code == 200, listed.text
+    late = cursor_of("9999-12-31T23:59:59.999999+00:00", 1)
+    page = await client.get("/plans", params={"cursor": late}, headers=people.vic)
+    assert page.status_code == 200 and "cursor range" in [p["name"] for p in page.json()["items"]]
+    bad = [
+        cursor_of(now, 2**63),  # one past BIGINT
+        cursor_of(now, 2**64),
+        cursor_of(now, 0),  # ids start at 1
+        cursor_of(now, -(2**63) - 1),
+        cursor_of("0001-01-01T00:00:00+14:00", 1),  # 31 Dec of year 0 in UTC: no such datetime
+        cursor_of("9999-12-31T23:00:00-14:00", 1),  # year 10000 in UTC
+        cursor_of("2026-01-01T00:00:00+02:00", 1),  # the service writes UTC only
+        cursor_of("2026-01-01T00:00:00", 1),  # no offset
+    ]
+    for cursor in bad:
+        response = await client.get("/plans", params={"cursor": cursor}, headers=people.vic)
+        # 422 (parses, makes no sense): the spec cannot state a cursor's range, and a value the
+        # spec accepts must not be a 400 (tests/contract holds the API to that).
+        assert response.status_code == 422, (cursor, response.text)
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert [e["field"] for e in response.json()["errors"]] == ["cursor"]
+
+
 async def test_bad_input_is_a_problem_naming_the_field(client: Client, people: Cast) -> None:
     async def problem(response: Any, status: int, field: str) -> None:
         assert response.status_code == status, response.text
@@ -530,7 +575,13 @@ async def test_training_and_inline_architecture_plans_round_trip(
         "kv_heads": 8,
         "max_context_tokens": 131072,
     }
-    request = {"model_spec": spec, "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+    request = {
+        "model_spec": spec,
+        "gpu": "h100",
+        "concurrency": 40,
+        "context_tokens": 8192,
+        "capacity_basis": "marketed",
+    }
     inline = await create(client, people.alice, {"name": "seed", "request": request})
     # The seeds' rounded 70.6B: 141.2 GB + 107,374,182,400 B against 272 GB = 23,425,817,600.
     assert inline["answer"]["spare_bytes"] == 272 * GB - 141_200_000_000 - 107_374_182_400

@@ -392,3 +392,11 @@ async def test_a_bitsandbytes_log_without_its_release_asks_for_one(client: Clien
     assert r.status_code == 200, r.text
     assert r.json()["config_used"]["quantization"] == "bnb-nf4"
     assert r.json()["prediction"]["per_gpu"]["weights_bytes"] == 5_859_619_840
+
+
+async def test_a_block_size_vllm_does_not_take_is_400_as_the_schema_says(client: Client) -> None:
+    # vLLM's --block-size is one of 1, 8, 16, 32, 64, 128, 256 (VerifyRequest.block_size's enum).
+    body = {"log": "x", "model": "qwen2.5-7b", "gpu": "a100-80gb", "block_size": 7}
+    r = await client.post("/verify", json=body)
+    assert r.status_code == 400, r.text
+    assert [e["field"] for e in r.json()["errors"]] == ["block_size"]

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from service.catalogue.hf_config import import_config
+from service.catalogue.hf_config import FAMILIES, _Config, import_config
 from service.sizing.errors import SizingError
 from service.sizing.formats import FORMATS
-from service.sizing.weights import model_weight_bytes
+from service.sizing.params import linear_weights
+from service.sizing.weights import decoder_linear_params, model_weight_bytes
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
@@ -408,3 +409,16 @@ def test_qwen2_5_vl_reads_the_decoder_from_the_top_level_of_older_configs() -> N
     raw["vision_config"] = {**raw["vision_config"], "out_hidden_size": 2048}
     with pytest.raises(SizingError, match="out_hidden_size"):
         import_config(raw, "qwen2.5-vl-7b")
+
+
+@pytest.mark.parametrize("name", [name for name, *_ in REFERENCE])
+def test_a_specs_linear_matrices_are_the_configs_without_shared_experts(name: str) -> None:
+    # QLoRA quantises the decoder's nn.Linear matrices only (qlora_base_bytes), counted from the
+    # catalogue's ModelSpec; the importer lists the same matrices from the config's own layer
+    # shapes (linear_weights, checked against meta-device counts). A spec has no shared-expert
+    # count, so those stay 16-bit (none of these models but DeepSeek-V3 has one).
+    raw = config(name)
+    model_type = raw["model_type"]
+    layout = FAMILIES[model_type](_Config(raw["text_config"] if model_type == "gemma3" else raw))
+    matrices = sum(w.params for w in linear_weights(layout[0]) if w.kind != "shared_expert")
+    assert decoder_linear_params(import_config(raw, name).spec) == matrices

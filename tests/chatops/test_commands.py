@@ -74,3 +74,18 @@ def test_the_other_commands() -> None:
 def test_text_that_is_not_a_command_says_why(text: str) -> None:
     answer = parse(text)
     assert isinstance(answer, Unparsed) and answer.reason
+
+
+def test_a_capacity_basis_word_goes_anywhere_after_the_model() -> None:
+    assert parse("plan llama-3.1-70b marketed on h100 bf16") == PlanCommand(
+        model="llama-3.1-70b", gpu="h100", weight_format="bf16", capacity_basis="marketed"
+    )
+    assert parse("matrix llama-3.1-70b fp8 driver") == MatrixCommand(
+        model="llama-3.1-70b", formats=("fp8",), capacity_basis="driver"
+    )
+    assert parse("offload llama-3.1-70b on 1 h100 marketed") == OffloadCommand(
+        model="llama-3.1-70b", gpu="h100", capacity_basis="marketed"
+    )
+    # Without the word, the service's default (None here).
+    assert parse("plan llama-3.1-70b").capacity_basis is None  # type: ignore[union-attr]
+    assert isinstance(parse("plan llama-3.1-70b marketed driver"), Unparsed)

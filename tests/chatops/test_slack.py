@@ -129,7 +129,7 @@ async def test_the_six_step_example_names_4_h100s(client: Client) -> None:
     # 141,107,412,992 B + 40 x 8,192 x 327,680 B (107,374,182,400) = 248,481,595,392 B; three
     # H100s hold 204 GB (too few), four 272 GB: 23,518,404,608 B spare = 23.5 GB, 21.9 GiB
     # (/ 2^30 = 21.90), 8.6% of 272 GB: under 10%, "tight".
-    answer = await ask(client, "plan llama-3.1-70b on h100 bf16 40x8192")
+    answer = await ask(client, "plan llama-3.1-70b on h100 bf16 40x8192 marketed")
     assert answer["response_type"] == "in_channel"
     verdict = str(answer["text"])
     assert verdict.startswith("*4 x H100 SXM")
@@ -143,33 +143,55 @@ async def test_the_six_step_example_names_4_h100s(client: Client) -> None:
 async def test_plan_in_fp8_takes_2_h100s(client: Client) -> None:
     # 70,553,706,496 + 53,687,091,200 (FP8 KV: half of 107,374,182,400) = 124,240,797,696 B in
     # 2 x 68 GB: 11,759,202,304 B = 11.8 GB spare, 8.6%.
-    answer = await ask(client, "plan llama-3.1-70b on h100 fp8 40x8k")
+    answer = await ask(client, "plan llama-3.1-70b on h100 fp8 40x8k marketed")
     assert str(answer["text"]).startswith("*2 x H100 SXM")
     assert "11.8 GB (11.0 GiB) spare (8.6%)" in str(answer["text"])
 
 
 async def test_plan_on_too_few_gpus_says_it_does_not_fit(client: Client) -> None:
     # Two H100s hold 136 GB; 248,481,595,392 B needs 124.2 GB each: 56.2 GB short per GPU.
-    answer = await ask(client, "plan llama-3.1-70b on 2 h100 40x8192")
+    answer = await ask(client, "plan llama-3.1-70b on 2 h100 40x8192 marketed")
     assert str(answer["text"]).startswith("*Does not fit*")
     assert "56.2 GB" in str(answer["text"])
 
 
-async def test_plan_without_a_gpu_lists_the_best(client: Client) -> None:
-    # Default 8 x 8,192 tokens: 141,107,412,992 + 21,474,836,480 = 162,582,249,472 B. One B200
-    # or MI300X (192 GB x 0.9 - 4 GB = 168.8 GB) holds it with 6.2 GB (3.7%) spare.
+async def test_plan_without_a_gpu_lists_comfortable_plans_before_amber_ones(
+    client: Client,
+) -> None:
+    # Default 8 x 8,192 tokens: 141,107,412,992 + 21,474,836,480 = 162,582,249,472 B, on the
+    # default driver basis. MI300X: 205,822,885,888 B x 0.9 -> 185,240,597,299 - 4 GB =
+    # 181,240,597,299: 18,658,347,827 B spare (17.4 GiB), 10.3%: fits. B200: 183,359 MiB x 0.9
+    # - 4 GB = 169,039,262,105: 3.8%, amber, so after every plan that fits. Two H200s:
+    # 2 x 131,679,338,086 = 263,358,676,172: 100,776,426,700 B spare (93.9 GiB), 38.3%.
     answer = await ask(client, "plan llama-3.1-70b")
     verdict = str(answer["text"])
-    assert "best by fewest GPUs" in verdict and "*1 x " in verdict
-    assert "6.2 GB (5.8 GiB) spare (3.7%)" in verdict
+    assert "*1 x AMD Instinct MI300X* (mi300x)" in verdict
+    assert "18.7 GB (17.4 GiB) spare (10.3%)" in verdict
     text = everything(answer)
-    assert "1. 1 x" in text and "(b200)" in text and "(mi300x)" in text
+    assert "2. 2 x H200 SXM 141GB (h200): 100.8 GB (93.9 GiB) spare (38.3%)" in text
+    assert "(b200)" not in text  # amber: below the five that fit comfortably
+    assert "Ranked status first: plans that fit with at least 10% spare" in text
+    # Marketed (the case): one B200 at 168.8 GB holds it with 3.7% spare (amber),
+    # two H200s at 2 x 122.9 GB with 83,217,750,528 B (77.5 GiB), 33.9%: the H200s come first.
+    marketed = await ask(client, "plan llama-3.1-70b marketed")
+    assert "*2 x H200 SXM 141GB* (h200), 83.2 GB (77.5 GiB) spare (33.9%), fits" in str(
+        marketed["text"]
+    )
+
+
+async def test_plan_of_deepseek_v3_fp8_on_h100_takes_two_servers(client: Client) -> None:
+    # 671,026,404,352 B of FP8 weights / 8 = 83,878,300,544 B per H100 > 68 GB (marketed) or
+    # 72,968,728,985 B (driver): the default ladder's next step, 16 = 2 nodes x TP 8.
+    for basis in ("", " marketed"):
+        answer = await ask(client, f"plan deepseek-v3 on h100 fp8{basis}")
+        assert str(answer["text"]).startswith("*16 x H100 SXM"), basis
+        assert "tensor parallel 8 x pipeline 2" in everything(answer)
 
 
 async def test_matrix_shows_every_gpu_per_format(client: Client) -> None:
     # bf16 on H100: 162,582,249,472 B needs 4 x 68 GB; spare 109.4 GB of 272 GB = 40%.
     # fp8: 70,553,706,496 + 10,737,418,240 = 81,291,124,736 B on 2 x 68 GB: 54.7 GB = 40%.
-    answer = await ask(client, "matrix llama-3.1-70b")
+    answer = await ask(client, "matrix llama-3.1-70b marketed")
     text = everything(answer)
     h100 = next(line for line in text.splitlines() if line.startswith("h100-sxm "))
     assert h100.split() == ["h100-sxm", "4", "(40%)", "2", "(40%)", "1", "(26%)"]
@@ -182,7 +204,7 @@ async def test_offload_answers_tokens_per_second(client: Client) -> None:
     # Resident: 68 GB - one 8,192-token KV reserve (2,684,354,560 B) = 65,315,645,440 B at
     # 3,350 GB/s = 19.5 ms; offloaded 75,791,767,552 B over PCIe 5 x16 at 64 GB/s = 1,184.2 ms;
     # 1 / 1.2037 s = 0.83 tokens/s; idle 1,184.2 / 1,203.7 = 98%.
-    answer = await ask(client, "offload llama-3.1-70b on 1 h100")
+    answer = await ask(client, "offload llama-3.1-70b on 1 h100 marketed")
     verdict = str(answer["text"])
     assert verdict.startswith("*0.83 tokens/s*")
     assert "75.8 GB (70.6 GiB) of weights in CPU memory" in verdict and "98%" in verdict

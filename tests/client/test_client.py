@@ -36,7 +36,14 @@ from service.sizing.offload import Offload
 from tests.loopback import served
 
 ROOT = Path(__file__).resolve().parents[2]
-SIX_STEP = {"model": "llama-3.1-70b", "gpu": "h100", "concurrency": 40, "context_tokens": 8192}
+# The seeds size on the marketed decimal GB ("80 GB x 0.9"); the service's default is driver.
+SIX_STEP = {
+    "model": "llama-3.1-70b",
+    "gpu": "h100",
+    "concurrency": 40,
+    "context_tokens": 8192,
+    "capacity_basis": "marketed",
+}
 
 
 @pytest.fixture
@@ -179,7 +186,18 @@ async def test_the_async_client_retries_too() -> None:
 
 # --- the CLI -------------------------------------------------------------------------------------
 
-CLI_PLAN = ["plan", "llama-3.1-70b", "--gpu", "h100", "--format", "fp8", "--users", "40"]
+CLI_PLAN = [
+    "plan",
+    "llama-3.1-70b",
+    "--gpu",
+    "h100",
+    "--format",
+    "fp8",
+    "--users",
+    "40",
+    "--capacity-basis",
+    "marketed",
+]
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -193,6 +211,7 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
         [*CLI_PLAN, "--context", "8192"],
         ["plan", "llama-3.1-70b", "--users", "40"],
         ["plan", "deepseek-v3", "--format", "fp8", "--gpu", "h200", "--context", "32768"],
+        ["plan", "gpt-oss-120b", "--gpu", "h100"],  # no --format: the MXFP4 checkpoint
         ["matrix", "llama-3.1-70b", "mixtral-8x7b", "--format", "bf16", "--format", "int4"],
         ["offload", "llama-3.1-70b", "--gpu", "h100", "--count", "2", "--batch", "4"],
         ["plan", "llama-3.1-8b", "--gpu", "h100", "--method", "vllm", "--vllm-version", "0.19.0"],
@@ -230,6 +249,24 @@ def test_the_cli_prints_what_vllm_will_log(
     assert "KV cache                  58,123,541,373  54.13" in out
     assert main(["plan", "llama-3.1-8b", "--gpu", "h100", "--vllm-version", "0.19.0"]) == 2
     assert "goes with --method vllm" in capsys.readouterr().err
+
+
+def test_the_cli_plans_deepseek_v3_fp8_on_two_h100_servers_like_the_service(
+    base_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The FP8 checkpoint's 673,150,552,416 B / 8 = 84,143,819,052 B per H100 > 68 GB: the
+    # default ladder's 16 GPUs, 2 nodes of TP 8; per GPU 68 GB - 673,150,552,416 / 16
+    # (42,071,909,526) B of weights - 8 x 8,192 x 31 x 576 B (1,170,210,816) of latent KV
+    # = 24,757,879,658 B spare.
+    argv = ["plan", "deepseek-v3", "--gpu", "h100", "--format", "fp8"]
+    argv += ["--capacity-basis", "marketed"]
+    local = cli_json(capsys, *argv)
+    assert local == cli_json(capsys, *argv, "--url", base_url)
+    assert (local["gpu_count"], local["tensor_parallel"], local["pipeline_parallel"]) == (16, 8, 2)
+    assert local["per_gpu"]["spare_bytes"] == 24_757_879_658
+    matrix = cli_json(capsys, "matrix", "deepseek-v3", "--format", "fp8", "--gpu", "h100")
+    cell = matrix["rows"][0]["cells"][0]
+    assert (cell["gpu_count"], cell["pipeline_parallel"]) == (16, 2)
 
 
 def test_the_cli_names_bad_input(base_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -276,6 +313,7 @@ def test_the_cli_plans_a_config_json_locally_and_remotely_alike(
     # 8 x (18,432 x 8,192 + 18,432 x 128) = 1,226,833,920 B of FP8 KV in 68 GB.
     config = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "gpt-oss-120b.json"
     argv = ["plan", "--config", str(config), "--gpu", "h100", "--format", "mxfp4"]
+    argv += ["--capacity-basis", "marketed"]
     local = cli_json(capsys, *argv)
     assert local == cli_json(capsys, *argv, "--url", base_url)
     assert local["model"] == "gpt-oss-120b"  # named after the file

@@ -1,12 +1,15 @@
 """Migrations and lookups against a real database (SQLite; PostgreSQL when TEST_DATABASE_URL)."""
 
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, func, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.catalogue.errors import NotFound
+from service.catalogue.hf_config import import_config
 from service.catalogue.lookup import (
     all_gpu_specs,
     all_model_specs,
@@ -188,8 +191,96 @@ def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: 
         engine.dispose()
 
 
-def test_0010_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> None:
-    # Upgraded from 0009: the column arrives NOT NULL with 0 for every row, the shipped rows of
+HF_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "configs"
+SHIPPED_CONFIGS = {
+    **{path.stem: path for path in HF_CONFIGS.glob("*.json")},
+    # The shipped Gemma 3 row is the text model; Qwen3-Next's config sits with its logs.
+    "gemma-3-27b": HF_CONFIGS / "gemma-3-27b-text.json",
+    "qwen3-next-80b-a3b": LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json",
+}
+
+
+async def test_shipped_rows_carry_the_checkpoint_their_config_imports_to(
+    session: AsyncSession,
+) -> None:
+    # The rule: a shipped model and the same model imported from its published config.json
+    # (POST /models/import) agree to the byte, checkpoint included. By hand for gpt-oss-120b
+    # (36 layers of 128 experts, hidden and expert width 2,880): the experts' gate, up and down
+    # matrices are 36 x 128 x 3 x 2,880 x 2,880 = 114,661,785,600 values in MXFP4, 4 + 8/32
+    # = 4.25 bits: x 17 / 32 = 60,914,073,600 B; the other 116,829,156,672 - 114,661,785,600
+    # = 2,167,371,072 parameters (attention, router, biases, embedding, head, norms) BF16:
+    # 4,334,742,144 B; 65,248,815,744 B in all, the published tensor bytes (not the
+    # 116,829,156,672 x 4.25 / 8 = 62,065,489,482 B of sizing every parameter in MXFP4).
+    specs = {spec.slug: spec for spec in await all_model_specs(session)}
+    assert set(specs) <= set(SHIPPED_CONFIGS)
+    for slug, spec in specs.items():
+        raw = json.loads(SHIPPED_CONFIGS[slug].read_text())
+        imported = import_config({k: v for k, v in raw.items() if not k.startswith("_")}, slug)
+        assert spec.total_params == imported.spec.total_params, slug
+        assert (spec.checkpoint_format, spec.checkpoint_bytes) == (
+            imported.spec.checkpoint_format,
+            imported.spec.checkpoint_bytes,
+        ), slug
+    assert (specs["gpt-oss-120b"].checkpoint_format, specs["gpt-oss-120b"].checkpoint_bytes) == (
+        "mxfp4",
+        65_248_815_744,
+    )
+    assert specs["deepseek-v3"].checkpoint_format == "fp8"
+    assert specs["llama-3.1-70b"].checkpoint_format == ""  # published in BF16
+
+
+def test_0010_sets_the_shipped_checkpoints_and_its_downgrade_clears_them(
+    database_url: str,
+) -> None:
+    # From 0009 the three quantised shipped checkpoints have none ('' / 0); 0010 gives them
+    # their format and bytes and leaves a row its users already gave a checkpoint alone; the
+    # downgrade clears exactly what it set.
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    engine = create_sync_engine(sync_url(database_url))
+
+    def checkpoints() -> dict[str, tuple[str, int]]:
+        with engine.begin() as conn:
+            query = "SELECT slug, checkpoint_format, checkpoint_bytes FROM models"
+            rows = conn.execute(text(query))
+            return {slug: (fmt, int(size)) for slug, fmt, size in rows if fmt}
+
+    try:
+        downgrade(database_url, "0009")
+        assert checkpoints() == {}
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "UPDATE models SET checkpoint_format = 'bf16', "
+                    "checkpoint_bytes = 41829662688 WHERE slug = 'gpt-oss-20b'"
+                )
+            )
+        migrate(database_url)
+        assert checkpoints() == {
+            "deepseek-v3": ("fp8", 673_150_552_416),
+            "gpt-oss-20b": ("bf16", 41_829_662_688),  # theirs, kept
+            "gpt-oss-120b": ("mxfp4", 65_248_815_744),
+        }
+        downgrade(database_url, "0009")
+        assert checkpoints() == {"gpt-oss-20b": ("bf16", 41_829_662_688)}
+    finally:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "UPDATE models SET checkpoint_format = '', checkpoint_bytes = 0 "
+                    "WHERE slug = 'gpt-oss-20b'"
+                )
+            )
+        migrate(database_url)
+        # Back at head as the module's other tests expect it.
+        assert checkpoints()["gpt-oss-20b"] == ("mxfp4", 13_761_264_768)
+        engine.dispose()
+
+
+def test_0011_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> None:
+    # Upgraded from 0010: the column arrives NOT NULL with 0 for every row, the shipped rows of
     # gpu_updates.json get their datasheet figure (H100 SXM FP8 3,958 TFLOPS with sparsity ->
     # 1,979 dense; RTX 4090's BF16 165.2 where the row had 0); the A100s keep 0 (no FP8).
     from sqlalchemy import create_engine as create_sync_engine
@@ -197,7 +288,7 @@ def test_0010_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> 
 
     engine = create_sync_engine(sync_url(database_url))
     try:
-        downgrade(database_url, "0009")
+        downgrade(database_url, "0010")
         assert "fp8_dense_tflops" not in {c["name"] for c in inspect(engine).get_columns("gpus")}
         migrate(database_url)
         with engine.begin() as conn:

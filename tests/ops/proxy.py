@@ -1,7 +1,9 @@
 """A loopback TCP proxy between the app and PostgreSQL, to cut and restore the database
 connection without touching the (shared) server: ``cut()`` closes the listening socket and
 aborts every open connection (the app sees a dead database), ``restore()`` listens again on
-the same port (the database is back)."""
+the same port (the database is back). ``freeze()`` is a partition: connections stay open and
+nothing fails, but no byte goes through either way and a new connection hangs after its TCP
+handshake; ``thaw()`` lets the held bytes go on, as TCP's retransmission would."""
 
 import asyncio
 import threading
@@ -18,6 +20,8 @@ class TcpProxy:
         self._server: asyncio.base_events.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self.connections = 0
+        self._thawed = asyncio.Event()
+        self._thawed.set()
 
     def _call(self, coroutine: Any) -> Any:
         future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
@@ -34,7 +38,14 @@ class TcpProxy:
     def restore(self) -> None:
         self._call(self._listen())
 
+    def freeze(self) -> None:
+        self._call(self._set_thawed(False))
+
+    def thaw(self) -> None:
+        self._call(self._set_thawed(True))
+
     def stop(self) -> None:
+        self._call(self._set_thawed(True))
         self._call(self._cut())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
@@ -45,6 +56,12 @@ class TcpProxy:
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
+    async def _set_thawed(self, thawed: bool) -> None:
+        if thawed:
+            self._thawed.set()
+        else:
+            self._thawed.clear()
+
     async def _cut(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -54,6 +71,7 @@ class TcpProxy:
         self._open.clear()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._thawed.wait()  # frozen: the client's connect succeeded, nothing answers
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -65,6 +83,7 @@ class TcpProxy:
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
             try:
                 while data := await source.read(65536):
+                    await self._thawed.wait()  # frozen: hold the bytes, answer nothing
                     sink.write(data)
                     await sink.drain()
             except (ConnectionError, OSError):

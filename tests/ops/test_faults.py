@@ -9,13 +9,14 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy import create_engine, make_url, text
 
 from service.app import create_app
-from service.db import migrate
+from service.db import migrate, settle_abandoned
 from service.settings import Settings, sync_url
 from tests.conftest import fresh_postgresql, new_key
 from tests.ops.proxy import TcpProxy
@@ -104,6 +105,12 @@ async def test_database_outage_503s_writes_keeps_computing_and_recovers_without_
         assert problem["type"] == "urn:gpu-planner:database-unavailable"
         assert problem["request_id"] == write.headers["x-request-id"]
         assert (await client.get("/plans", headers=planner)).status_code == 503
+        for path in ("/gpus", "/models", "/formats", "/interconnects"):
+            listed = await client.get(path)  # a lost connection, not a conflict: retry later
+            assert (listed.status_code, listed.headers.get("retry-after")) == (
+                503,
+                str(RETRY_AFTER),
+            ), listed.text
 
         # The computations answer from the catalogue loaded before the outage, unchanged.
         for _ in range(3):  # across several refresh intervals: the failed checks keep it
@@ -151,3 +158,78 @@ async def test_database_outage_503s_writes_keeps_computing_and_recovers_without_
         (first_id, "before the outage"),
         (retried.json()["id"], "during the outage"),
     ]
+
+
+async def test_a_partition_is_a_503_at_the_deadline_and_leaves_nothing_half_written(
+    proxied: tuple[str, TcpProxy],
+) -> None:
+    """The proxy is frozen: every connection stays open, nothing fails, nothing answers (the
+    loopback kernel still acknowledges, so no TCP timer fires either). The deadline (1 s) is
+    far below the connect (10 s), statement and pool (60 s) timeouts: only it can answer."""
+    app_url, proxy = proxied
+    app = create_app(
+        Settings(
+            database_url=app_url,
+            catalogue_refresh_s=0.2,
+            db_connect_timeout_s=10,
+            db_statement_timeout_s=60,
+            db_pool_timeout_s=60,
+            db_request_deadline_s=1,
+            db_readiness_timeout_s=0.5,
+            retry_after_s=RETRY_AFTER,
+            rate_limit_per_minute=0,
+        )
+    )
+    planner = {"Authorization": f"Bearer {await new_key(URL, 'planner', 'pat')}"}
+    before = plans_in_database()
+    frozen_plan = {"name": "during the partition", "request": PLAN_70B}
+
+    def unavailable(response: Any) -> dict[str, Any]:
+        assert response.status_code == 503, response.text
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.headers["retry-after"] == str(RETRY_AFTER)
+        assert response.json()["request_id"] == response.headers["x-request-id"]
+        problem: dict[str, Any] = response.json()
+        return problem
+
+    async with AsyncTestClient(app=app) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        assert (await client.get("/gpus")).status_code == 200  # a pooled connection
+        computed = (await client.post("/plan", json=PLAN_70B)).json()
+
+        proxy.freeze()
+        try:
+            # asyncio.wait_for: a hang fails the test instead of stalling it (no timing asserted).
+            ready = await asyncio.wait_for(client.get("/readyz"), 30)
+            assert unavailable(ready)["detail"] == "database does not answer: TimeoutError"
+            for path in ("/gpus", "/models", "/formats", "/interconnects", "/gpus/h100"):
+                problem = unavailable(await asyncio.wait_for(client.get(path), 30))
+                assert problem["type"] == "urn:gpu-planner:database-unavailable", path
+                assert "did not answer within 1 s" in problem["detail"], path
+            write = await asyncio.wait_for(
+                client.post(
+                    "/plans", json=frozen_plan, headers={**planner, "Idempotency-Key": "frozen"}
+                ),
+                30,
+            )
+            assert unavailable(write)["type"] == "urn:gpu-planner:database-unavailable"
+            # Computations answer from the catalogue snapshot; its refresh is bounded too.
+            for _ in range(3):
+                during = await asyncio.wait_for(client.post("/plan", json=PLAN_70B), 30)
+                assert (during.status_code, during.json()) == (200, computed)
+                await asyncio.sleep(0.25)
+        finally:
+            proxy.thaw()
+        await settle_abandoned()
+
+        deadline = time.monotonic() + 20
+        while (ready := await client.get("/readyz")).status_code != 200:
+            assert time.monotonic() < deadline, ready.text
+            await asyncio.sleep(0.2)
+        # The abandoned write committed nothing; its retry with the same key makes one plan.
+        assert plans_in_database() == before
+        retried = await client.post(
+            "/plans", json=frozen_plan, headers={**planner, "Idempotency-Key": "frozen"}
+        )
+        assert retried.status_code == 201, retried.text
+    assert plans_in_database() == [*before, (retried.json()["id"], "during the partition")]

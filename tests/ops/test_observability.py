@@ -85,9 +85,9 @@ async def test_metrics_count_requests_plans_reviews_and_outcomes(
 
     computed = await client.post("/plan", json=PLAN_70B)
     assert computed.json()["status"] == "tight"
-    assert (await client.post("/plan", json={**PLAN_70B, "gpu": "rtx-4090"})).json()["status"] == (
-        "does_not_fit"
-    )
+    # One server of 8 RTX 4090s holds 8 x 17.6 GB < 141.1 GB of weights (16 would fit).
+    one_server = {**PLAN_70B, "gpu": "rtx-4090", "splits": [1, 2, 4, 8]}
+    assert (await client.post("/plan", json=one_server)).json()["status"] == ("does_not_fit")
     body = {"name": "metrics", "request": PLAN_70B}
     created = await client.post("/plans", json=body, headers={**alice, "Idempotency-Key": "m1"})
     replayed = await client.post("/plans", json=body, headers={**alice, "Idempotency-Key": "m1"})

@@ -3,10 +3,20 @@
 They are written here rather than read from the catalogue so the core is tested alone.
 """
 
+from typing import Any
+
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
+from service.sizing.plan import Workload
 
 GB = 10**9
+
+
+def seed_workload(**fields: Any) -> Workload:
+    """A Workload on the seeds' capacity basis, the marketed decimal GB ("80 GB x 0.9"); the
+    core's default is the driver-visible bytes."""
+    return Workload(capacity_basis="marketed", **fields)
+
 
 NVLINK_4 = LinkSpec(slug="nvlink-4", kind="nvlink", bytes_per_s_per_direction=450 * GB)
 NVLINK_5 = LinkSpec(slug="nvlink-5", kind="nvlink", bytes_per_s_per_direction=900 * GB)
@@ -193,4 +203,20 @@ QWEN3_NEXT_80B = ModelSpec(
     linear_value_head_dim=128,
     linear_conv_kernel=4,
     rotary_dim=64,
+)
+# Mixtral 8x7B, the catalogue's row (service/catalogue/data/models.json): 32 layers of 8 experts
+# of width 14,336, 2 a token; active_params excludes the input embedding.
+MIXTRAL_8X7B = ModelSpec(
+    slug="mixtral-8x7b",
+    total_params=46_702_792_704,
+    active_params=12_748_853_248,
+    layers=32,
+    hidden_size=4096,
+    intermediate_size=14336,
+    attention_heads=32,
+    kv_heads=8,
+    vocab_size=32000,
+    max_context_tokens=32768,
+    experts=8,
+    experts_per_token=2,
 )

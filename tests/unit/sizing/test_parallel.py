@@ -5,6 +5,7 @@ import pytest
 from service.sizing.errors import SizingError
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import (
+    default_splits,
     even_shares,
     kv_heads_per_gpu,
     split_for,
@@ -87,3 +88,14 @@ def test_more_stages_than_layers_is_refused() -> None:
 def test_even_shares_add_up_exactly() -> None:
     assert even_shares(10, 4) == [3, 3, 2, 2]
     assert sum(even_shares(141_107_412_993, 16)) == 141_107_412_993
+
+
+def test_default_ladder_is_1_2_4_8_in_a_node_then_2_and_4_nodes_of_pipeline_stages() -> None:
+    # Seed: "Splits come in 1, 2, 4 or 8"; beyond one server, whole servers as pipeline stages
+    # ("or two servers"), doubling up to four: 2 x 8 = 16, 4 x 8 = 32.
+    assert default_splits(8) == (1, 2, 4, 8, 16, 32)
+    # The catalogue's gpus_per_node bounds the node: 4 per node -> 1, 2, 4, then 8 and 16.
+    assert default_splits(4) == (1, 2, 4, 8, 16)
+    # A node that is not a power of two (GB200 NVL72: 72) is tried whole, then 144 and 288.
+    assert default_splits(72) == (1, 2, 4, 8, 16, 32, 64, 72, 144, 288)
+    assert default_splits(8, max_nodes=16) == (1, 2, 4, 8, 16, 32, 64, 128)

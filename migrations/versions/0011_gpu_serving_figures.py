@@ -5,8 +5,8 @@ BF16 peak (H100 NVL, RTX 4090) get theirs.
 Every existing row gets 0 (unknown or no FP8 tensor cores, as the A100s), except the shipped
 rows service/catalogue/data/gpu_updates.json lists for this revision, each with its datasheet.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 
 """
 import json
@@ -16,8 +16,8 @@ from typing import Sequence, Union
 from alembic import op
 import sqlalchemy as sa
 
-revision: str = '0010'
-down_revision: Union[str, Sequence[str], None] = '0009'
+revision: str = '0011'
+down_revision: Union[str, Sequence[str], None] = '0010'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
