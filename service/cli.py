@@ -94,8 +94,8 @@ def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
 
 class LocalCatalogue:
     """The rows the migrations ship (0002, 0007's additions, the corrections of 0007, 0008,
-    0010 and 0011), as the server's catalogue cache holds them: resolved by slug or alias the way the
-    server resolves."""
+    0010 and 0011), as the server's catalogue cache holds them: resolved by slug or alias the
+    way the server resolves."""
 
     def __init__(self) -> None:
         self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})

@@ -25,7 +25,7 @@ def test_the_generation_is_the_first_words_of_the_architecture() -> None:
 def test_fp8_checkpoints_run_at_the_fp8_peak_where_the_gpu_has_fp8_tensor_cores() -> None:
     cat = local_catalogue()
     h100, a100, b200 = cat.gpu("h100-sxm"), cat.gpu("a100-80gb"), cat.gpu("b200")
-    # Datasheets (migration 0010): H100 SXM FP8 1,979 dense, BF16 989; A100 has no FP8.
+    # Datasheets (migration 0011): H100 SXM FP8 1,979 dense, BF16 989; A100 has no FP8.
     assert peak_flops_per_s(h100, "fp8") == 1979e12
     assert peak_flops_per_s(h100, "bf16") == 989e12
     assert peak_flops_per_s(a100, "fp8") == 312e12
