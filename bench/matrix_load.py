@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import msgspec
 
+from bench.asgi import call
 from service.app import create_app
 from service.cli import local_catalogue
 from service.db import migrate
@@ -25,42 +26,6 @@ from service.sizing.matrix import MAX_MATRIX_CELLS, build_matrix
 from service.sizing.plan import Workload
 
 SPLITS = list(range(1, 65))  # the most GPU counts a request may name
-
-
-async def call(app: Any, method: str, path: str, body: bytes = b"") -> tuple[int, int]:
-    """One request; its status and the size of its answer."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8000),
-        "headers": [
-            (b"host", b"x"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
-    status, size = 0, 0
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status, size
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            size += len(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return status, size
 
 
 async def probe(app: Any) -> float:

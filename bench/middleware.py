@@ -14,44 +14,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.asgi import call
 from service.app import create_app
 from service.db import migrate
 from service.settings import Settings
 
 PLAN = json.dumps({"model": "llama-3.1-70b", "gpu": "h100-sxm", "concurrency": 40}).encode()
-
-
-async def call(app: Any, method: str, path: str, body: bytes = b"") -> int:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8000),
-        "headers": [
-            (b"host", b"x"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    await app(scope, receive, send)
-    return status
 
 
 async def per_request(app: Any, method: str, path: str, body: bytes, n: int) -> float:
@@ -80,7 +48,7 @@ async def main() -> None:
             ("GET /healthz (trivial)", "GET", "/healthz", b"", 2000),
             ("POST /plan (70B on 4 x H100)", "POST", "/plan", PLAN, 300),
         ):
-            status = await call(app, method, path, body)
+            status, _ = await call(app, method, path, body)
             assert status == 200, (path, status)
             app.asgi_handler = bare
             without = await per_request(app, method, path, body, n)
