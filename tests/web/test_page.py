@@ -357,3 +357,21 @@ def test_vllm_method_draws_the_engines_bands_against_its_utilisation_line(
     assert lines(browser) == {"utilisation": p["usable_bytes"], "capacity": p["total_bytes"]}
     assert status_of(browser) == ("fits" if answer["fits"] else "does_not_fit")
     assert severe(browser) == []
+
+
+def test_with_require_auth_the_planner_asks_for_a_key_and_keeps_it_for_the_tab(
+    browser: Driver, database: str
+) -> None:
+    viewer = asyncio.run(new_key(database, "viewer", "dave"))
+    with served(Settings(database_url=database, require_auth=True)) as guarded:
+        browser.get(f"{guarded}/")
+        key_form = browser.find_element(By.ID, "key-form")
+        WebDriverWait(browser, 15).until(lambda d: key_form.is_displayed())  # /models: 401
+        browser.find_element(By.ID, "api-key").send_keys(viewer, Keys.ENTER)
+        settle(browser, lambda b: b.get("model") == "llama-3.1-70b")
+        assert not key_form.is_displayed()
+        # The answer came with the key: the status names one of /plan's four.
+        assert status_of(browser) in ("fits", "tight", "amber", "does_not_fit")
+        assert browser.execute_script("return sessionStorage.getItem('planner.api_key')") == viewer
+        assert browser.execute_script("return localStorage.length") == 0
+        assert all("status of 401" in m for m in severe(browser))  # the keyless first load

@@ -119,9 +119,11 @@ async function loadCatalogue() {
     const [models, gpus, formats] = await Promise.all([api("/models?limit=500"), api("/gpus?limit=500"), api("/formats?limit=500")]);
     $("model").replaceChildren(...models.items.map((m) => option(m.slug, m.name || m.slug)));
     if (models.items.some((m) => m.slug === "llama-3.1-70b")) $("model").value = "llama-3.1-70b";
-    $("gpu").append(...gpus.items.map((g) => option(g.slug, g.name || g.slug)));
-    $("weight_format").append(...formats.items.map((f) => option(f.slug, f.name || f.slug)));
-    $("kv_format").append(...formats.items.filter((f) => f.kv_capable).map((f) => option(f.slug, f.name || f.slug)));
+    // Replaced whole, first option kept: a second load (after a key is given) adds no repeats.
+    const fill = (id, items) => $(id).replaceChildren($(id).options[0], ...items.map((x) => option(x.slug, x.name || x.slug)));
+    fill("gpu", gpus.items);
+    fill("weight_format", formats.items);
+    fill("kv_format", formats.items.filter((f) => f.kv_capable));
   } catch (err) { showProblem(err); }
   schedule(0);
 }
