@@ -41,6 +41,7 @@ from service.observability import (
     metrics_endpoint,
 )
 from service.settings import Settings, ensure_sqlite_directory
+from service.web import web_handlers
 
 VERSION = "0.1.0"
 
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ),
             *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
+            *web_handlers,  # the browser page: static files, outside the API router
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
