@@ -25,6 +25,7 @@ from service.api.openapi import (
     forbid_unknown_properties,
     state_bounds,
 )
+from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.transactions import RequestTransaction
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 route_handlers=[
                     *catalogue_handlers,
                     *compute_handlers,
+                    *picture_handlers,
                     *verify_handlers,
                     *plan_handlers,
                 ],
