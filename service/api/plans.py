@@ -21,7 +21,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.compute import csv_attachment
 from service.api.guards import require_role
-from service.api.negotiation import CSV, JSON, MARKDOWN, SVG, also_served_as, wants
+from service.api.negotiation import (
+    CSV,
+    JSON,
+    MARKDOWN,
+    SERVED_AS,
+    SVG,
+    also_served_as,
+    wants,
+)
 from service.api.plans_render import plans_csv, saved_plan_markdown
 from service.api.plans_schemas import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -350,7 +358,8 @@ class PlansController(Controller):
         ),
         responses=plan_problems(400, 401, 403, 404),
         response_headers=_etag_header("The plan's version the picture shows"),
-        operation_class=also_served_as(SVG),
+        media_type=SVG,
+        opt={SERVED_AS: (SVG,)},
     )
     async def plan_picture(
         self, request: AnyRequest, db_session: Session, plan_id: PlanId
