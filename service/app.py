@@ -16,6 +16,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
+from service.api.docs import assets_router, render_plugins
 from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ),
             *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
+            assets_router(),
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
@@ -108,6 +110,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
         on_shutdown=[cache.close, settle_abandoned],
         openapi_config=OpenAPIConfig(
+            render_plugins=render_plugins(),
             title="GPU capacity planner",
             version=VERSION,
             description=(
