@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, get
+from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import QueryParameter
 
 from service.api.cached_catalogue import CACHED_CATALOGUE
@@ -21,7 +22,10 @@ from service.sizing.cost import RankBy
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.plan import MAX_GPU_COUNT, MAX_SPLITS
 
-Name = Annotated[str | None, QueryParameter(min_length=1, max_length=100)]
+SLUG = {"min_length": 1, "max_length": 100, "pattern": r"^[^\x00]+$"}
+"""PlanRequest's SlugRef bounds, stated on each name."""
+Name = Annotated[str | None, QueryParameter(**SLUG)]  # type: ignore[arg-type]
+SPLIT_ITEMS = Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_GPU_COUNT)
 
 
 def _request(query: dict[str, Any]) -> PlanRequest:
@@ -52,7 +56,7 @@ def _request(query: dict[str, Any]) -> PlanRequest:
 async def plan_svg_endpoint(
     request: Request[Any, Any, Any],
     db_session: Session,
-    model: Annotated[str, QueryParameter(min_length=1, max_length=100)],
+    model: Annotated[str, QueryParameter(**SLUG)],  # type: ignore[arg-type]
     gpu: Name = None,
     weight_format: Name = None,
     kv_format: Name = None,
@@ -60,7 +64,10 @@ async def plan_svg_endpoint(
     context_tokens: Annotated[int, QueryParameter(ge=1, le=100_000_000)] = 8192,
     gpu_memory_utilization: Annotated[float | None, QueryParameter(ge=0.01, le=1)] = None,
     overhead_bytes_per_gpu: Annotated[int, QueryParameter(ge=0, le=10**15)] = SEED_OVERHEAD_BYTES,
-    splits: Annotated[list[int] | None, QueryParameter(max_items=MAX_SPLITS)] = None,
+    splits: Annotated[
+        list[int] | None,
+        QueryParameter(min_items=1, max_items=MAX_SPLITS, schema_extra={"items": SPLIT_ITEMS}),
+    ] = None,
     rank_by: Annotated[RankBy, QueryParameter()] = "gpus",
     capacity_basis: Annotated[CapacityBasis, QueryParameter()] = DEFAULT_CAPACITY_BASIS,
     method: Annotated[Literal["seed", "vllm"], QueryParameter()] = "seed",
