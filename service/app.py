@@ -16,6 +16,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
+from service.api.docs import assets_router, render_plugins
 from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
@@ -25,6 +26,7 @@ from service.api.openapi import (
     forbid_unknown_properties,
     state_bounds,
 )
+from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
 from service.api.transactions import RequestTransaction
@@ -81,6 +83,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 route_handlers=[
                     *catalogue_handlers,
                     *compute_handlers,
+                    *picture_handlers,
                     *verify_handlers,
                     *plan_handlers,
                 ],
@@ -90,6 +93,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             *chatops_handlers,  # Slack posts a form, answered as JSON
             metrics_endpoint,
             *web_handlers,  # the browser page: static files, outside the API router
+            assets_router(),  # the /schema docs pages' scripts and styles, offline
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         exception_handlers=EXCEPTION_HANDLERS,
@@ -108,6 +112,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         on_startup=[lambda: ensure_sqlite_directory(settings.database_url), _warm(cache)],
         on_shutdown=[cache.close, settle_abandoned],
         openapi_config=OpenAPIConfig(
+            render_plugins=render_plugins(),
             title="GPU capacity planner",
             version=VERSION,
             description=(

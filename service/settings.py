@@ -48,6 +48,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     failed-authentication requests and goes into the log. Empty (default): the socket peer
     address, and any such header is ignored. Set it only when every request comes through that
     proxy; else a client can claim any address."""
+    public_base_url: str = ""
+    """Where callers reach the service, e.g. https://planner.internal: links the service hands
+    out (a chat answer's memory picture, GET /plan.svg) start with it. Empty (default): relative
+    links, /plan.svg?..."""
     shutdown_grace_s: float = 20.0
     """On SIGTERM: stop accepting, let in-flight requests finish for up to this long."""
 

@@ -139,7 +139,7 @@ async def slack_command(
     form = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
     text = (form.get("text") or [""])[0]
     try:
-        answer = await run.answer(db_session, text)
+        answer = await run.answer(db_session, text, request.app.state.settings.public_base_url)
     except BaseException as exc:
         replays.failed(claim, exc)
         raise

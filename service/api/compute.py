@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
-from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
+from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
 from service.api.render import (
     matrix_csv,
@@ -43,6 +43,7 @@ from service.plans.evaluate import (
     resolve_formats,
 )
 from service.plans.threads import off_loop
+from service.render.svg import plan_svg
 from service.sizing.cost import CostedMatrix
 from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload
@@ -65,21 +66,43 @@ def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Where does this model fit, on how many GPUs, with how much room left",
-    operation_class=also_served_as(MARKDOWN, CSV),
+    description=(
+        "Accept: image/svg+xml answers the memory picture of the (best) plan: one stacked bar "
+        "per GPU, bands labelled in GB and GiB, against the utilisation and OOM lines (vllm "
+        "method too; training plans are JSON or markdown only: 406)."
+    ),
+    operation_class=also_served_as(MARKDOWN, CSV, SVG),
     status_code=200,
 )
 async def plan_endpoint(
     request: Request[Any, Any, Any], db_session: Session, data: JSONBody[PlanRequest]
 ) -> Response[PlanAnswer | TrainingAnswer | VllmPlanAnswer]:
     answer = await evaluate_plan(db_session, data)
+    return plan_response(request, answer)
+
+
+def plan_response(
+    request: Request[Any, Any, Any],
+    answer: PlanAnswer | TrainingAnswer | VllmPlanAnswer,
+    only: str | None = None,
+) -> Response[Any]:
+    """A /plan answer in the rendering the Accept header picks, or in ``only`` (GET /plan.svg,
+    whose negotiation already refused an Accept without it)."""
+    if only == SVG and not isinstance(answer, TrainingAnswer):
+        return Response(plan_svg(answer), media_type=SVG)
     if isinstance(answer, PlanAnswer):
-        wanted = wants(request, MARKDOWN, CSV)
+        wanted = wants(request, MARKDOWN, CSV, SVG)
+        if wanted == SVG:
+            return Response(plan_svg(answer), media_type=SVG)
         if wanted == MARKDOWN:
             return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
         if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
             return csv_attachment(plans_csv(answer.options or [answer]), "plans.csv")  # type: ignore[arg-type]
+    elif isinstance(answer, VllmPlanAnswer):
+        if wants(request, SVG) == SVG:
+            return Response(plan_svg(answer), media_type=SVG)
     else:
-        wants(request)  # training and vLLM answers are JSON only: else a 406
+        wants(request)  # training answers are JSON only: else a 406
     return Response(answer)
 
 

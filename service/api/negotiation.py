@@ -26,6 +26,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Sche
 from service.api.problems import MAX_JSON_DEPTH, ClientProblem
 
 MARKDOWN, CSV, JSON = "text/markdown", "text/csv", "application/json"
+SVG = "image/svg+xml"
 NEGOTIATED = "negotiated"
 """The opt key create_app's API router sets: these handlers negotiate (and document 406/415)."""
 
@@ -48,7 +49,14 @@ def also_served_as(*media_types: str) -> type[Operation]:
     return TextRenderings
 
 
+SERVED_AS = "served_as"
+"""The opt key of a handler that answers only these media types (not JSON), e.g. /plan.svg."""
+
+
 def served_by(handler: BaseRouteHandler) -> tuple[str, ...]:
+    only: tuple[str, ...] | None = handler.opt.get(SERVED_AS)
+    if only:
+        return only
     return (JSON, *getattr(handler.operation_class, "renderings", ()))  # type: ignore[attr-defined]
 
 
@@ -102,7 +110,11 @@ def best_match(accept: str | None, offered: tuple[str, ...]) -> str | None:
 
 def wants(request: Request[Any, Any, Any], *offered: str) -> str:
     """The rendering to answer in, among JSON and ``offered``; a 406 when Accept takes none."""
-    served = (JSON, *offered)
+    return choose(request, (JSON, *offered))
+
+
+def choose(request: Request[Any, Any, Any], served: tuple[str, ...]) -> str:
+    """The one of ``served`` (in the server's order of preference) Accept ranks highest."""
     accept = request.headers.get("accept")
     wanted = best_match(accept, served)
     if wanted is None:
@@ -191,7 +203,7 @@ async def negotiate(request: Request[Any, Any, Any]) -> None:
     """The before_request hook of the API handlers: 406, 415 and 400 as the docstring says."""
     handler = request.route_handler
     if request.method != "HEAD" and request.method != "OPTIONS":
-        wants(request, *served_by(handler)[1:])
+        choose(request, served_by(handler))
     if not takes_json_body(handler):
         return
     body = await request.body()  # 413 past the limit; kept for the decoder

@@ -21,7 +21,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.compute import csv_attachment
 from service.api.guards import require_role
-from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
+from service.api.negotiation import (
+    CSV,
+    JSON,
+    MARKDOWN,
+    SERVED_AS,
+    SVG,
+    also_served_as,
+    wants,
+)
 from service.api.plans_render import plans_csv, saved_plan_markdown
 from service.api.plans_schemas import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -29,9 +37,17 @@ from service.api.plans_schemas import (
     EditPlanBody,
     ReviewBody,
 )
-from service.api.problems import PROBLEM_JSON, FieldError, Problem, problem_response, problems
+from service.api.problems import (
+    PROBLEM_JSON,
+    ClientProblem,
+    FieldError,
+    Problem,
+    problem_response,
+    problems,
+)
 from service.plans import actions
 from service.plans.actions import IdempotencyMismatch
+from service.plans.evaluate import PlanAnswer
 from service.plans.records import PlanHistory, PlanPage, Recheck, SavedPlan
 from service.plans.store import Filters, InvalidCursor, PlanNotFound
 from service.plans.tables import IDEMPOTENCY_KEY_LENGTH, PRINCIPAL_LENGTH
@@ -43,6 +59,7 @@ from service.plans.workflow import (
     Status,
     etag,
 )
+from service.render.svg import plan_svg
 from service.sizing.errors import SizingError
 
 Session = NamedDependency[AsyncSession]
@@ -117,6 +134,24 @@ def _plan(plan: SavedPlan, status_code: int = 200, **headers: str) -> Response[S
 
 
 # Problems --------------------------------------------------------------------------------
+
+
+def _picture(plan: SavedPlan) -> Response[Any]:
+    """The stored answer's SVG; a 406 naming what a training plan is served as instead."""
+    if not isinstance(plan.answer, PlanAnswer):
+        raise ClientProblem(
+            406,
+            "Accept",
+            "a training plan has no memory picture; it is served as application/json "
+            "(GET /plans/{plan_id}) and text/markdown",
+            type_="urn:gpu-planner:not-acceptable",
+            suggestions=[JSON, MARKDOWN],
+        )
+    return Response(
+        plan_svg(plan.answer),
+        media_type=SVG,
+        headers={"ETag": etag(plan.version)},
+    )
 
 
 def _not_found(request: AnyRequest, exc: PlanNotFound) -> Response[Any]:
@@ -288,15 +323,22 @@ class PlansController(Controller):
         "/{plan_id:int}",
         guards=[require_role("viewer")],
         summary="One saved plan (markdown on Accept: text/markdown: a review-ready summary)",
+        description=(
+            "Accept: image/svg+xml answers the stored answer's memory picture, as "
+            "GET /plans/{plan_id}/picture.svg does (an inference plan's; a training plan: 406)."
+        ),
         responses=plan_problems(400, 401, 403, 404),
         response_headers=_etag_header("The plan's version: send it back in If-Match"),
-        operation_class=also_served_as(MARKDOWN),
+        operation_class=also_served_as(MARKDOWN, SVG),
     )
     async def get_plan(
         self, request: AnyRequest, db_session: Session, plan_id: PlanId
     ) -> Response[SavedPlan]:
         plan = await actions.get(db_session, plan_id)
-        if wants(request, MARKDOWN) == MARKDOWN:
+        wanted = wants(request, MARKDOWN, SVG)
+        if wanted == SVG:
+            return _picture(plan)
+        if wanted == MARKDOWN:
             events = await actions.events(db_session, plan_id)
             return Response(
                 saved_plan_markdown(plan, events),  # type: ignore[arg-type]
@@ -304,6 +346,25 @@ class PlansController(Controller):
                 headers={"ETag": etag(plan.version)},
             )
         return _plan(plan)
+
+    @get(
+        "/{plan_id:int}/picture.svg",
+        guards=[require_role("viewer")],
+        summary="A saved plan's memory picture (SVG): its stored answer, one bar per GPU",
+        description=(
+            "The stored answer as POST /plan draws it with Accept: image/svg+xml: bands "
+            "labelled in GB and GiB, the utilisation and OOM lines, the status in colour. "
+            "A training plan has no picture: 406."
+        ),
+        responses=plan_problems(400, 401, 403, 404),
+        response_headers=_etag_header("The plan's version the picture shows"),
+        media_type=SVG,
+        opt={SERVED_AS: (SVG,)},
+    )
+    async def plan_picture(
+        self, request: AnyRequest, db_session: Session, plan_id: PlanId
+    ) -> Response[str]:
+        return _picture(await actions.get(db_session, plan_id))
 
     @get(
         "/{plan_id:int}/history",

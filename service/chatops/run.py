@@ -1,5 +1,7 @@
 """Run a chat command against the catalogue: the same evaluation /plan, /matrix, /offload use."""
 
+from urllib.parse import urlencode
+
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -35,7 +37,15 @@ async def _names(session: AsyncSession) -> dict[str, str]:
     return {g.slug: g.name for g in await serving_rows(session, Gpu)}
 
 
-async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
+def picture_url(public_base_url: str, body: dict[str, object]) -> str:
+    """GET /plan.svg for the plan ``body`` asks (its fields as query parameters, repeated for
+    a list): the picture a chat message links to, drawn from the same request."""
+    return f"{public_base_url.rstrip('/')}/plan.svg?{urlencode(body, doseq=True)}"
+
+
+async def _plan(
+    session: AsyncSession, c: PlanCommand, public_base_url: str = ""
+) -> slack.SlackMessage:
     body: dict[str, object] = {"model": c.model}
     if c.weight_format is not None:
         body["weight_format"] = c.weight_format
@@ -58,8 +68,10 @@ async def _plan(session: AsyncSession, c: PlanCommand) -> slack.SlackMessage:
     assert isinstance(answer, PlanAnswer)  # chat plans are inference plans
     names = await _names(session)
     if c.gpu is None:
-        return slack.options_message(answer, names)
-    return slack.plan_message(answer, names)
+        reply = slack.options_message(answer, names)
+    else:
+        reply = slack.plan_message(answer, names)
+    return slack.with_picture(reply, picture_url(public_base_url, body))
 
 
 async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage:
@@ -96,8 +108,9 @@ async def _list(session: AsyncSession, c: ListCommand) -> slack.SlackMessage:
     return slack.list_message(f"{len(lines)} models in the catalogue", lines)
 
 
-async def answer(session: AsyncSession, text: str) -> slack.SlackMessage:
-    """The reply to one line of chat; never raises for bad input (it answers with why)."""
+async def answer(session: AsyncSession, text: str, public_base_url: str = "") -> slack.SlackMessage:
+    """The reply to one line of chat; never raises for bad input (it answers with why).
+    A plan's reply links to its memory picture under ``public_base_url``."""
     command = parse(text)
     try:
         if isinstance(command, Unparsed):
@@ -107,7 +120,7 @@ async def answer(session: AsyncSession, text: str) -> slack.SlackMessage:
         if isinstance(command, ListCommand):
             return await _list(session, command)
         if isinstance(command, PlanCommand):
-            return await _plan(session, command)
+            return await _plan(session, command, public_base_url)
         if isinstance(command, MatrixCommand):
             return await _matrix(session, command)
         return await _offload(session, command)

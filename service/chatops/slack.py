@@ -58,6 +58,13 @@ def message(
     )
 
 
+def with_picture(reply: SlackMessage, url: str) -> SlackMessage:
+    """The reply with a link to the plan's memory picture (SVG) as its last block."""
+    return msgspec.structs.replace(
+        reply, blocks=[*reply.blocks, context(f"<{url}|Memory picture (SVG)>")]
+    )
+
+
 def display_name(slug: str, names: Mapping[str, str]) -> str:
     """'NVIDIA H100 SXM 80GB' -> 'H100 SXM 80GB'; the slug when the catalogue has no name."""
     name = names.get(slug) or slug

@@ -141,6 +141,9 @@ async def test_a_key_twice_in_one_object_is_a_400_naming_it(
     assert (await client.post("/plans", json=fine, headers=keys["planner"])).status_code == 201
 
 
+SERVED_BY_PLAN = ("application/json", "text/markdown", "text/csv", "image/svg+xml")
+
+
 async def test_an_accept_the_endpoint_cannot_serve_is_a_406_listing_what_it_serves(
     client: Client,
 ) -> None:
@@ -148,7 +151,7 @@ async def test_an_accept_the_endpoint_cannot_serve_is_a_406_listing_what_it_serv
     for path, body, accept, served in [
         ("/plan", training, "text/csv", ["application/json"]),  # CSV is for inference plans
         ("/plan", training, "text/markdown", ["application/json"]),
-        ("/plan", PLAN, "application/xml", ["application/json", "text/markdown", "text/csv"]),
+        ("/plan", PLAN, "application/xml", [*SERVED_BY_PLAN]),
         ("/offload", OFFLOAD, "text/csv", ["application/json", "text/markdown"]),
         ("/offload", OFFLOAD, "application/xml", ["application/json", "text/markdown"]),
         ("/matrix", {"models": ["llama-3.1-8b"]}, "application/json;q=0", None),

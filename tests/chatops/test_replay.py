@@ -43,9 +43,9 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     texts: list[str] = []
     answer = run.answer
 
-    async def counting(session: Any, text: str) -> Any:
+    async def counting(session: Any, text: str, *rest: Any) -> Any:
         texts.append(text)
-        return await answer(session, text)
+        return await answer(session, text, *rest)
 
     monkeypatch.setattr(run, "answer", counting)
     return texts
