@@ -122,7 +122,19 @@ def plan_problems(*statuses: int) -> dict[int, ResponseSpec]:
 
 
 def _etag_header(description: str) -> list[ResponseHeader]:
-    return [ResponseHeader(name="ETag", description=description, documentation_only=True)]
+    return [
+        ResponseHeader(name="ETag", description=description, documentation_only=True),
+        ResponseHeader(
+            name="Link",
+            description='The plan\'s page for people: </plans/{id}/view>; rel="alternate"',
+            documentation_only=True,
+        ),
+    ]
+
+
+def view_link(plan_id: int) -> str:
+    """The page a review request or a chat message links to (service/web)."""
+    return f'</plans/{plan_id}/view>; rel="alternate"; type="text/html"'
 
 
 def _principal(request: AnyRequest) -> str:
@@ -130,7 +142,8 @@ def _principal(request: AnyRequest) -> str:
 
 
 def _plan(plan: SavedPlan, status_code: int = 200, **headers: str) -> Response[SavedPlan]:
-    return Response(plan, status_code=status_code, headers={"ETag": etag(plan.version), **headers})
+    headers = {"ETag": etag(plan.version), "Link": view_link(plan.id), **headers}
+    return Response(plan, status_code=status_code, headers=headers)
 
 
 # Problems --------------------------------------------------------------------------------

@@ -626,3 +626,16 @@ async def test_a_failure_half_way_through_a_review_leaves_nothing(
     assert (await client.get(f"{path}/history", headers=people.vic)).text == history
     retry = await act(client, "POST", f"{path}/reviews", people.bob, 2, {"decision": "approve"})
     assert retry.status_code == 200 and retry.json()["version"] == 3
+
+
+async def test_a_saved_plan_links_to_its_read_only_page(client: Client, people: Cast) -> None:
+    # Review requests and chat messages link people to /plans/{id}/view (issue 18): every
+    # answer about a saved plan names that page in a Link header, and the page is served.
+    response = await client.post("/plans", json=body(), headers=people.alice)
+    plan_id = response.json()["id"]
+    expected = f'</plans/{plan_id}/view>; rel="alternate"; type="text/html"'
+    assert response.headers["link"] == expected
+    read = await client.get(f"/plans/{plan_id}", headers=people.bob)
+    assert read.headers["link"] == expected
+    page = await client.get(f"/plans/{plan_id}/view")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
