@@ -20,7 +20,7 @@ from service.plans.bounds import SEED_OVERHEAD_BYTES
 from service.plans.evaluate import PlanRequest, evaluate_plan
 from service.sizing.cost import RankBy
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
-from service.sizing.plan import MAX_GPU_COUNT, MAX_SPLITS
+from service.sizing.workload import MAX_GPU_COUNT, MAX_SPLITS
 
 SLUG = {"min_length": 1, "max_length": 100, "pattern": r"^[^\x00]+$"}
 """PlanRequest's SlugRef bounds, stated on each name."""

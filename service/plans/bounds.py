@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from service.sizing.plan import MAX_GPU_COUNT, MAX_SPLITS
+from service.sizing.workload import MAX_GPU_COUNT, MAX_SPLITS
 
 SlugRef = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[^\x00]+$")]
 Users = Annotated[int, Meta(ge=1, le=1_000_000)]

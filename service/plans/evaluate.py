@@ -37,14 +37,8 @@ from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import default_splits
-from service.sizing.plan import (
-    STATUS_ORDER,
-    Plan,
-    Workload,
-    plan,
-    rank_gpus,
-    spare_status,
-)
+from service.sizing.plan import Plan, Workload, plan, spare_status
+from service.sizing.ranking import STATUS_ORDER, rank_gpus
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     Projection,

@@ -12,7 +12,8 @@ import msgspec
 
 from service.sizing.errors import SizingError
 from service.sizing.matrix import Matrix, MatrixCell, MatrixRow
-from service.sizing.plan import RANKING_RULE, STATUS_ORDER, Plan, rank_key
+from service.sizing.plan import Plan
+from service.sizing.ranking import RANKING_RULE, STATUS_ORDER, rank_key
 
 RankBy = Literal["gpus", "hourly_cost", "purchase_cost"]
 NO_PRICE = "no_price"

@@ -16,14 +16,9 @@ from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import (
-    AMBER_BELOW,
-    Status,
-    Workload,
-    plan_if_splittable,
-    validate_workload,
-)
+from service.sizing.plan import AMBER_BELOW, Status, plan_if_splittable
 from service.sizing.weights import model_weight_bytes
+from service.sizing.workload import Workload, validate_workload
 
 SEED_MATRIX_WORKLOAD = Workload(capacity_basis="marketed")
 """The seeds' matrix: their workload on the marketed capacity basis, the default split ladder."""

@@ -8,10 +8,10 @@ Seed rule (part 7, "How do you check whether a model will fit, step by step?"):
    the default ladder of ``service.sizing.parallel.default_splits``);
 5. under about 10% spare, look again.
 
-Options on several GPUs are ranked by ``rank_key`` (``RANKING_RULE`` says it in words).
+The workload a plan holds is ``service.sizing.workload``; options on several GPUs are ranked by
+``service.sizing.ranking``.
 """
 
-from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
@@ -19,10 +19,9 @@ import msgspec
 from service.sizing import advice
 from service.sizing.advice import PlanWarning
 from service.sizing.decode import UNIFORM_ROUTING
-from service.sizing.errors import NoValidSplit, SizingError, require
+from service.sizing.errors import NoValidSplit, SizingError
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import (
-    DEFAULT_CAPACITY_BASIS,
     CapacityBasis,
     GpuSpec,
     validate_gpu,
@@ -31,7 +30,6 @@ from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
-    default_splits,
     even_shares,
     split_for,
     split_problem,
@@ -40,6 +38,8 @@ from service.sizing.parallel import (
 from service.sizing.speed import DecodeCeiling, decode_ceiling
 from service.sizing.units import exact, label_bytes
 from service.sizing.weights import model_weight_bytes
+from service.sizing.workload import Workload as Workload
+from service.sizing.workload import larger_ladder, splits_for, validate_workload
 
 Status = Literal["fits", "tight", "amber", "does_not_fit"]
 
@@ -49,69 +49,12 @@ AMBER_BELOW = 0.05
 """Seed, matrix legend: amber cells fit with under 5% to spare."""
 UTILISATION_WARN_ABOVE = 0.95
 
-MAX_GPU_COUNT = 65_536
-MAX_SPLITS = 64
-
-
-class Workload(msgspec.Struct, frozen=True, kw_only=True):
-    """What the GPUs must hold besides the weights, and how full they may be filled.
-
-    Defaults are the seeds' matrix workload: 8 conversations of 8,192 tokens, 90% fill and
-    about 4 GB of overhead (CUDA context, activations, graphs) per GPU.
-    """
-
-    concurrency: int = 8
-    context_tokens: int = 8192
-    gpu_memory_utilization: float = 0.9
-    overhead_bytes_per_gpu: int = 4_000_000_000
-    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
-    splits: tuple[int, ...] | None = None
-    """GPU counts to try; None: each GPU's default ladder (``default_splits``)."""
-
-
-def splits_for(workload: Workload, gpu: GpuSpec) -> tuple[int, ...]:
-    """The GPU counts a plan on ``gpu`` tries: the workload's, else the GPU's default ladder."""
-    if workload.splits is not None:
-        return workload.splits
-    return default_splits(gpu.gpus_per_node)
-
-
-def larger_ladder(gpu: GpuSpec) -> tuple[int, ...]:
-    """The default ladder without its node limit (up to MAX_GPU_COUNT GPUs): where a plan that
-    does not fit looks for the smallest split that would."""
-    return default_splits(gpu.gpus_per_node, max_nodes=max(1, MAX_GPU_COUNT // gpu.gpus_per_node))
-
 
 def validate_inputs(model: ModelSpec, gpu: GpuSpec, workload: Workload) -> None:
     """Every entry point of the core checks its inputs, so bad input is one SizingError."""
     validate_model(model)
     validate_gpu(gpu)
     validate_workload(workload)
-
-
-def validate_workload(workload: Workload) -> Workload:
-    require(workload.concurrency >= 1, "concurrency", "must be at least 1")
-    require(workload.context_tokens >= 1, "context_tokens", "must be at least 1")
-    require(
-        0 < workload.gpu_memory_utilization <= 1,
-        "gpu_memory_utilization",
-        "must be in (0, 1]",
-    )
-    require(workload.overhead_bytes_per_gpu >= 0, "overhead_bytes_per_gpu", "must not be negative")
-    if workload.splits is not None:
-        validate_splits(workload.splits)
-    return workload
-
-
-def validate_splits(splits: Sequence[int]) -> None:
-    """The GPU counts a plan may try, for either budget method: 1 to MAX_SPLITS of them, each
-    1 to MAX_GPU_COUNT (a zero would divide the heads by nothing)."""
-    require(1 <= len(splits) <= MAX_SPLITS, "splits", f"must name 1 to {MAX_SPLITS} GPU counts")
-    require(
-        all(1 <= n <= MAX_GPU_COUNT for n in splits),
-        "splits",
-        f"GPU counts must be between 1 and {MAX_GPU_COUNT}",
-    )
 
 
 class PerGpu(msgspec.Struct, frozen=True, kw_only=True):
@@ -549,30 +492,3 @@ def plan_if_splittable(
         return plan(model, gpu, weight_format, kv_format, workload)
     except NoValidSplit:
         return None
-
-
-STATUS_ORDER: dict[Status, int] = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
-RANKING_RULE = (
-    "status first: plans that fit with at least 10% spare, then tight (under 10%), then amber "
-    "(under 5%), then those that do not fit; within a status, the fewest GPUs, then the most "
-    "spare"
-)
-"""Seed step 5: under about 10% spare, look again. A plan the seed says to look at again is not
-a better answer than one it does not, however few GPUs it takes."""
-
-
-def rank_key(p: Plan) -> tuple[int, int, float]:
-    """Best first, by RANKING_RULE."""
-    return (STATUS_ORDER[p.status], p.gpu_count, -p.spare_fraction)
-
-
-def rank_gpus(
-    model: ModelSpec,
-    gpus: Sequence[GpuSpec],
-    weight_format: NumberFormat,
-    kv_format: NumberFormat,
-    workload: Workload,
-) -> list[Plan]:
-    """One plan per GPU, best first; GPUs no split can serve are left out."""
-    plans = [plan_if_splittable(model, gpu, weight_format, kv_format, workload) for gpu in gpus]
-    return sorted((p for p in plans if p is not None), key=rank_key)

@@ -28,7 +28,7 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
-from service.sizing.plan import validate_splits
+from service.sizing.workload import validate_splits
 from service.verify.flags import (
     BatchedTokens,
     CpuOffloadBytes,

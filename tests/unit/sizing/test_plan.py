@@ -13,9 +13,9 @@ from service.sizing.plan import (
     budget_bytes_per_gpu,
     plan,
     plan_split,
-    rank_gpus,
     spare_status,
 )
+from service.sizing.ranking import rank_gpus
 from tests.unit.sizing.specs import (
     A100_80,
     ALL_GPUS,

@@ -7,13 +7,8 @@ from service.sizing import advice
 from service.sizing.formats import FORMATS
 from service.sizing.matrix import build_matrix
 from service.sizing.parallel import Split
-from service.sizing.plan import (
-    RANKING_RULE,
-    Workload,
-    budget_bytes_per_gpu,
-    plan,
-    rank_gpus,
-)
+from service.sizing.plan import Workload, budget_bytes_per_gpu, plan
+from service.sizing.ranking import RANKING_RULE, rank_gpus
 from tests.unit.sizing.specs import (
     B200,
     DEEPSEEK_V3,
