@@ -44,10 +44,13 @@ class DecodeStep(msgspec.Struct, frozen=True, kw_only=True):
     bytes_per_gpu: int
 
 
-def distinct_experts(experts: int, top_k: int, batch_size: int) -> float:
+def distinct_experts(experts: int, top_k: int, batch_size: float) -> float:
     """Expected distinct experts of ``experts`` that ``batch_size`` tokens routed top-``top_k``
-    touch in one layer, under uniform routing: E x (1 - (1 - k/E)^B)."""
-    return experts * (1 - (1 - top_k / experts) ** batch_size)
+    touch in one layer, under uniform routing: E x (1 - (1 - k/E)^B); 0 for a dense model or no
+    tokens. ``batch_size`` may be a mean (the serving model's tokens a step)."""
+    if experts <= 0 or batch_size <= 0:
+        return 0.0
+    return float(experts * (1 - (1 - top_k / experts) ** batch_size))
 
 
 def routed_expert_params(model: ModelSpec) -> int:

@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from service.sizing.decode import distinct_experts
 from service.sizing.serving.efficiency import Efficiency
 
 StepBound = Literal["compute", "hbm-bandwidth", "interconnect", "overhead"]
@@ -65,14 +66,6 @@ class StepTime(msgspec.Struct, frozen=True, kw_only=True):
     flops: float
 
 
-def experts_touched(experts: int, per_token: int, tokens: float) -> float:
-    """Expected distinct experts ``tokens`` tokens route to, each picking ``per_token`` of
-    ``experts`` uniformly: E x (1 - (1 - k/E)^T)."""
-    if experts <= 0 or tokens <= 0:
-        return 0.0
-    return float(experts * (1 - (1 - per_token / experts) ** tokens))
-
-
 def step_time(
     costs: StepCosts,
     eff: Efficiency,
@@ -93,7 +86,7 @@ def step_time(
         prefill_tokens * prefill_context * attention + decode_sequences * decode_context * attention
     )
     flops = linear_flops + attention_flops
-    touched = experts_touched(costs.experts, costs.experts_per_token, tokens)
+    touched = distinct_experts(costs.experts, costs.experts_per_token, tokens)
     weights = costs.dense_weight_bytes + touched * costs.expert_bytes_per_expert
     kv = decode_sequences * decode_context * costs.kv_bytes_per_token
     bytes_read = weights + kv

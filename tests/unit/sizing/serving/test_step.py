@@ -2,8 +2,9 @@
 
 import pytest
 
+from service.sizing.decode import distinct_experts
 from service.sizing.serving.efficiency import Efficiency
-from service.sizing.serving.step import StepCosts, experts_touched, step_time
+from service.sizing.serving.step import StepCosts, step_time
 
 # Qwen3-8B (catalogue row): 8,190,735,360 parameters, 36 layers, 32 heads of 128, 8 KV heads.
 QWEN3_8B_PARAMS = 8_190_735_360
@@ -88,9 +89,9 @@ def test_a_split_over_pcie_pays_far_more_for_its_all_reduces_than_over_nvlink() 
 def test_a_moe_step_reads_only_the_experts_its_tokens_touch() -> None:
     # E x (1 - (1 - k/E)^T), E = 128, k = 8: one token 8 experts; two 128 x (1 - (120/128)^2)
     # = 128 x 0.12109375 = 15.5; ten thousand tokens all 128.
-    assert experts_touched(128, 8, 1) == pytest.approx(8)
-    assert experts_touched(128, 8, 2) == pytest.approx(15.5)
-    assert experts_touched(128, 8, 10_000) == pytest.approx(128)
+    assert distinct_experts(128, 8, 1) == pytest.approx(8)
+    assert distinct_experts(128, 8, 2) == pytest.approx(15.5)
+    assert distinct_experts(128, 8, 10_000) == pytest.approx(128)
     # The step reads the dense part plus 15.5 experts of 1e8 B: (1e9 + 1.55e9) B / 3.015e12
     # = 0.845771 ms, + 4 ms overhead (the FLOPs, 2 tokens x 1e9, are negligible).
     moe = StepCosts(
