@@ -19,8 +19,8 @@ import msgspec
 
 from bench.asgi import call
 from service.app import create_app
-from service.cli import local_catalogue
 from service.db import migrate
+from service.offline import local_catalogue
 from service.settings import Settings
 from service.sizing.matrix import MAX_MATRIX_CELLS, build_matrix
 from service.sizing.plan import Workload

@@ -166,7 +166,7 @@ def model_of(case: dict[str, Any]) -> ModelSpec:
     if raw:
         config = {k: v for k, v in raw.items() if not k.startswith("_")}  # _source: provenance
         return import_config(config, Path(c["hf_config"]).stem).spec
-    from service.cli import local_catalogue  # the shipped catalogue, no database
+    from service.offline import local_catalogue  # the shipped catalogue, no database
 
     return local_catalogue().model(c["model_slug"])
 
@@ -255,7 +255,7 @@ def config_of(case: dict[str, Any], model: ModelSpec) -> EngineConfig:
 
 
 def predict_case(case: dict[str, Any]) -> EnginePrediction:
-    from service.cli import local_catalogue  # the shipped catalogue, no database
+    from service.offline import local_catalogue  # the shipped catalogue, no database
 
     gpu = local_catalogue().gpu(
         case["gpu"] or "rtx-4090"

@@ -151,7 +151,7 @@ def _base(run: dict[str, Any]) -> RunResult:
 
 def prepare(run: dict[str, Any]) -> Prepared | str:
     """The run's step costs and engine limits, or why the run cannot be predicted."""
-    from service.cli import local_catalogue  # the shipped catalogue, no database
+    from service.offline import local_catalogue  # the shipped catalogue, no database
 
     if run["gpu"]["slug"] is None:
         return "GPU not in the catalogue"

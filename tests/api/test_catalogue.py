@@ -9,7 +9,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from service.cli import local_catalogue
+from service.offline import local_catalogue
 from service.sizing.models import ModelSpec
 from tests.conftest import new_key
 

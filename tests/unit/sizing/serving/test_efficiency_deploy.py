@@ -4,7 +4,7 @@ the checkpoint's format and the GPU's tensor cores."""
 import msgspec
 import pytest
 
-from service.cli import local_catalogue
+from service.offline import local_catalogue
 from service.sizing.engine import EngineConfig, predict_vllm
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
