@@ -15,7 +15,7 @@ import itertools
 import statistics
 from typing import Any
 
-from service.serving_accuracy import load_runs, predict_run, prepare
+from service.accuracy.serving import load_runs, predict_run, prepare
 
 FLOPS_SCALES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 BANDWIDTH_SCALES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

@@ -207,7 +207,7 @@ def test_gptq_int4_stores_group_scales_and_zeros() -> None:
     assert stored.unquantized_bytes == (8_030_261_248 - 6_979_321_856) * 2
 
 
-LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "configs"
+LOG_CONFIGS = Path(__file__).resolve().parents[2] / "service/accuracy/cases/vllm_logs/configs"
 
 
 def log_config(name: str) -> dict[str, Any]:
@@ -295,7 +295,7 @@ def test_qwen3_next_counts_the_published_totals() -> None:
     #   norms: 97 x 2,048 = 198,656
     # = 79,674,391,296, the published total of the architecture; active = total - 48 x 512
     # routed experts + 48 x 10 of them = 3,874,929,408 (the published active count).
-    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    path = LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json"
     imported = import_config(json.loads(path.read_text()), "qwen3-next-80b-a3b")
     assert imported.params.total == 79_674_391_296
     assert imported.params.active == 3_874_929_408
@@ -312,7 +312,7 @@ def test_qwen3_next_counts_the_published_totals() -> None:
 
 
 def test_qwen3_next_linear_sizes_are_required() -> None:
-    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    path = LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json"
     raw = json.loads(path.read_text())
     del raw["linear_num_value_heads"]
     with pytest.raises(SizingError) as err:

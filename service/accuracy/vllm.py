@@ -31,7 +31,7 @@ from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_logs"
+CASES_DIR = Path(__file__).resolve().parent / "cases" / "vllm_logs"
 TOKENS_TOLERANCE = 0.05
 WEIGHTS_TOLERANCE = 0.01
 BAR = 0.90

@@ -25,7 +25,7 @@ from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
 from service.sizing.serving.step import StepCosts
 
-RUNS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "serving"
+RUNS_DIR = Path(__file__).resolve().parent / "cases" / "serving"
 MEDIAN_BAR = 0.15
 WITHIN = 0.25
 WITHIN_SHARE_BAR = 0.80
