@@ -14,7 +14,10 @@ from typing import Any
 import msgspec
 
 from service.catalogue.hf_config import import_config
-from service.sizing.engine import (
+from service.sizing.errors import SizingError, require
+from service.sizing.models import ModelSpec
+from service.sizing.units import GiB
+from service.sizing.vllm.predict import (
     GRAPH_ESTIMATE_ERAS,
     BnbAbsmax,
     EngineConfig,
@@ -27,9 +30,6 @@ from service.sizing.engine import (
     predict_vllm,
     quantization_of,
 )
-from service.sizing.errors import SizingError, require
-from service.sizing.models import ModelSpec
-from service.sizing.units import GiB
 
 CASES_DIR = Path(__file__).resolve().parent / "cases" / "vllm_logs"
 TOKENS_TOLERANCE = 0.05

@@ -21,7 +21,15 @@ from service.catalogue import lookup
 from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
 from service.plans.threads import off_loop
-from service.sizing.engine import (
+from service.sizing.vllm.flags import (
+    BatchedTokens,
+    BlockSize,
+    Loras,
+    ModelLen,
+    Seqs,
+    TensorParallel,
+)
+from service.sizing.vllm.predict import (
     LATEST_ERA,
     CompileCache,
     EngineConfig,
@@ -31,16 +39,8 @@ from service.sizing.engine import (
     ModelRunner,
     Quantization,
 )
-from service.sizing.startup_log import parse_startup_log
 from service.verify.compare import VerifyAnswer, compare
-from service.verify.flags import (
-    BatchedTokens,
-    BlockSize,
-    Loras,
-    ModelLen,
-    Seqs,
-    TensorParallel,
-)
+from service.verify.startup_log import parse_startup_log
 
 Session = NamedDependency[AsyncSession]
 

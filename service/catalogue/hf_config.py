@@ -16,7 +16,6 @@ from typing import Any
 
 import msgspec
 
-from service.sizing.engine import bnb_skipped_layers
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import FORMATS, NumberFormat
 from service.sizing.models import MAX_LAYERS, LayerType, ModelSpec, validate_model
@@ -31,6 +30,7 @@ from service.sizing.params import (
     linear_weights,
     mtp_params,
 )
+from service.sizing.vllm.predict import bnb_skipped_layers
 from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_bytes
 
 FIELD = "config_json"

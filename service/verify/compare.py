@@ -4,7 +4,20 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.engine import (
+from service.sizing.errors import require
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.units import GiB
+from service.sizing.vllm.flags import (
+    MAX_BATCHED_TOKENS,
+    MAX_GPU_BYTES,
+    MAX_LORAS,
+    MAX_MODEL_LEN,
+    MAX_PIPELINE_STAGES,
+    MAX_SEQS,
+    MAX_TENSOR_PARALLEL,
+)
+from service.sizing.vllm.predict import (
     HOPPER_SLUGS,
     LORA_RANKS,
     EngineConfig,
@@ -21,20 +34,7 @@ from service.sizing.engine import (
     runs_on_model_runner_v2,
     unsloth_keeps_nested_absmax,
 )
-from service.sizing.errors import require
-from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
-from service.sizing.startup_log import StartupLog
-from service.sizing.units import GiB
-from service.verify.flags import (
-    MAX_BATCHED_TOKENS,
-    MAX_GPU_BYTES,
-    MAX_LORAS,
-    MAX_MODEL_LEN,
-    MAX_PIPELINE_STAGES,
-    MAX_SEQS,
-    MAX_TENSOR_PARALLEL,
-)
+from service.verify.startup_log import StartupLog
 
 Severity = Literal["info", "warning", "problem"]
 
@@ -75,9 +75,9 @@ ECHOED_RANGES: dict[str, tuple[float, float]] = {
     "max_lora_rank": (1, max(LORA_RANKS)),
 }
 """What a flag the log echoes may be for the prediction to use it: the requests' own bounds
-(``service.verify.flags``). A value outside them (an edited or corrupted log: utilisation 0.0, a
-pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently replaced by
-the request's value or a default."""
+(``service.sizing.vllm.flags``). A value outside them (an edited or corrupted log: utilisation
+0.0, a pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently
+replaced by the request's value or a default."""
 
 
 def check_echoed_flags(log: StartupLog) -> None:

@@ -7,7 +7,10 @@ constants documented in service/sizing/engine.py.
 import msgspec
 import pytest
 
-from service.sizing.engine import (
+from service.sizing.errors import SizingError
+from service.sizing.hardware import GpuSpec, LinkSpec
+from service.sizing.models import ModelSpec
+from service.sizing.vllm.predict import (
     EngineConfig,
     EnginePrediction,
     custom_all_reduce,
@@ -29,9 +32,6 @@ from service.sizing.engine import (
     v0_forward_peak_bytes,
     w4a16_expert_bytes,
 )
-from service.sizing.errors import SizingError
-from service.sizing.hardware import GpuSpec, LinkSpec
-from service.sizing.models import ModelSpec
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GPT_OSS_120B,

@@ -10,7 +10,10 @@ caching allocator's 512-byte blocks for those small tensors.
 import msgspec
 import pytest
 
-from service.sizing.engine import (
+from service.sizing.errors import SizingError
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.vllm.predict import (
     EngineConfig,
     EngineDefaults,
     bnb_absmax_of,
@@ -29,9 +32,6 @@ from service.sizing.engine import (
     quantization_of,
     ties_embeddings,
 )
-from service.sizing.errors import SizingError
-from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
 from tests.unit.sizing.specs import DEEPSEEK_V3, LLAMA_8B
 
 T4 = GpuSpec(slug="t4", memory_bytes=16_000_000_000, hbm_bytes_per_s=320_000_000_000)

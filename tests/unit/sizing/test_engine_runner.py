@@ -9,7 +9,8 @@ start-ups measured on an H200 with 0.24.0 (tests/data/vllm_logs/h200-own/).
 import msgspec
 import pytest
 
-from service.sizing.engine import (
+from service.sizing.models import ModelSpec
+from service.sizing.vllm.predict import (
     EngineConfig,
     default_utilisation,
     for_release,
@@ -17,8 +18,7 @@ from service.sizing.engine import (
     release_of,
     runs_on_model_runner_v2,
 )
-from service.sizing.models import ModelSpec
-from service.sizing.startup_log import parse_startup_log
+from service.verify.startup_log import parse_startup_log
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GEMMA_3_27B,

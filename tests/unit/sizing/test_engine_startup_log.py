@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.sizing.errors import SizingError
-from service.sizing.startup_log import parse_nvidia_smi, parse_startup_log
+from service.verify.startup_log import parse_nvidia_smi, parse_startup_log
 
 GIB = 2**30
 MIB = 2**20

@@ -3,10 +3,10 @@ vLLM method's prediction (service/verify/compare.py, pure)."""
 
 import msgspec
 
-from service.sizing.engine import EngineConfig
 from service.sizing.hardware import GpuSpec
-from service.sizing.startup_log import StartupLog, parse_startup_log
+from service.sizing.vllm.predict import EngineConfig
 from service.verify.compare import compare, config_from_log
+from service.verify.startup_log import StartupLog, parse_startup_log
 from tests.unit.sizing.specs import LLAMA_8B
 from tests.unit.sizing.test_engine import GIB, H100
 

@@ -23,4 +23,4 @@ Seqs = Annotated[int, Meta(ge=1, le=MAX_SEQS)]
 Loras = Annotated[int, Meta(ge=1, le=MAX_LORAS)]
 CpuOffloadBytes = Annotated[int, Meta(ge=0, le=MAX_GPU_BYTES)]
 BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
-"""--block-size: the sizes the engine accepts (service.sizing.engine checks the same list)."""
+"""--block-size: the sizes the engine accepts (service.sizing.vllm.predict checks the same list)."""

@@ -7,7 +7,20 @@ import msgspec
 from msgspec import Meta
 
 from service.sizing.advice import PlanWarning
-from service.sizing.engine import (
+from service.sizing.errors import SizingError
+from service.sizing.formats import NumberFormat
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.parallel import tensor_parallel_problem
+from service.sizing.vllm.flags import (
+    BatchedTokens,
+    CpuOffloadBytes,
+    Loras,
+    ModelLen,
+    PipelineStages,
+    Seqs,
+)
+from service.sizing.vllm.predict import (
     LATEST_ERA,
     CompileCache,
     Dtype,
@@ -23,20 +36,7 @@ from service.sizing.engine import (
     for_release,
     predict_vllm,
 )
-from service.sizing.errors import SizingError
-from service.sizing.formats import NumberFormat
-from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
-from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.workload import validate_splits
-from service.verify.flags import (
-    BatchedTokens,
-    CpuOffloadBytes,
-    Loras,
-    ModelLen,
-    PipelineStages,
-    Seqs,
-)
 
 QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "bf16": "none",
