@@ -30,7 +30,7 @@ from service.sizing.params import (
     linear_weights,
     mtp_params,
 )
-from service.sizing.vllm.predict import bnb_skipped_layers
+from service.sizing.vllm.bitsandbytes import bnb_skipped_layers
 from service.sizing.weights import CheckpointBytes, QuantScheme, checkpoint_bytes
 
 FIELD = "config_json"
