@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from service.catalogue.hf_config import FAMILIES, _Config, import_config
+from service.catalogue.hf_config import import_config
+from service.catalogue.hf_config.families import FAMILIES
+from service.catalogue.hf_config.reader import Config
 from service.sizing.errors import SizingError
 from service.sizing.formats import FORMATS
 from service.sizing.params import linear_weights
@@ -419,6 +421,6 @@ def test_a_specs_linear_matrices_are_the_configs_without_shared_experts(name: st
     # count, so those stay 16-bit (none of these models but DeepSeek-V3 has one).
     raw = config(name)
     model_type = raw["model_type"]
-    layout = FAMILIES[model_type](_Config(raw["text_config"] if model_type == "gemma3" else raw))
+    layout = FAMILIES[model_type](Config(raw["text_config"] if model_type == "gemma3" else raw))
     matrices = sum(w.params for w in linear_weights(layout[0]) if w.kind != "shared_expert")
     assert decoder_linear_params(import_config(raw, name).spec) == matrices
