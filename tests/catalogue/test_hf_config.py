@@ -284,8 +284,8 @@ def test_rotary_caches_follow_the_rope_each_config_names() -> None:
 
 
 def test_qwen3_next_counts_the_published_totals() -> None:
-    # Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/, with its sources), counted from vLLM's
-    # qwen3_next.py layer by layer:
+    # Qwen3-Next-80B-A3B (service/accuracy/cases/vllm_logs/configs/, with its sources), counted
+    # from vLLM's qwen3_next.py layer by layer:
     #   embedding + untied head: 2 x 151,936 x 2,048 = 622,329,856
     #   12 gated full-attention layers: q_proj (queries and their gate) 2,048 x 8,192, k and v
     #     2,048 x 512 each, o 4,096 x 2,048, q/k norms 2 x 256: 27,263,488 each = 327,161,856

@@ -192,9 +192,9 @@ GEMMA_3_27B = ModelSpec(
     layer_types=(("sliding",) * 5 + ("full",)) * 10 + ("sliding",) * 2,
 )
 
-# Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/qwen3-next-80b-a3b-instruct.json, with its
-# sources): 48 layers, every 4th gated full attention (16 heads, 2 KV heads of 256, rope over
-# 64 of them), the others Gated DeltaNet (16 key heads and 32 value heads of 128, convolution
+# Qwen3-Next-80B-A3B (service/accuracy/cases/vllm_logs/configs/qwen3-next-80b-a3b-instruct.json,
+# with its sources): 48 layers, every 4th gated full attention (16 heads, 2 KV heads of 256, rope
+# over 64 of them), the others Gated DeltaNet (16 key heads and 32 value heads of 128, convolution
 # width 4); 512 experts of 512, 10 a token, one shared expert. 79,674,391,296 parameters, the
 # published total (see tests/catalogue/test_hf_config.py for the count).
 QWEN3_NEXT_80B = ModelSpec(

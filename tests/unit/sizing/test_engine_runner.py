@@ -3,7 +3,7 @@
 The rules are read from vllm/config/vllm.py (``use_v2_model_runner``,
 ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``) and vllm/v1/kv_cache_interface.py
 (``SlidingWindowSpec.max_memory_usage_bytes``) in the 0.23.0-0.28.0 wheels, and checked on six
-start-ups measured on an H200 with 0.24.0 (tests/data/vllm_logs/h200-own/).
+start-ups measured on an H200 with 0.24.0 (service/accuracy/cases/vllm_logs/h200-own/).
 """
 
 import msgspec
@@ -110,7 +110,8 @@ def test_a_named_runner_overrides_the_release_rule() -> None:
 
 
 def test_the_log_names_its_runner() -> None:
-    # The H200 Llama-3.1-8B start-up (tests/data/vllm_logs/h200-own/llama-3.1-8b.log.gz).
+    # The H200 Llama-3.1-8B start-up
+    # (service/accuracy/cases/vllm_logs/h200-own/llama-3.1-8b.log.gz).
     lines = [
         "(EngineCore pid=2109) INFO 11-29 19:48:21 [v1/worker/gpu_worker.py:331] Using V2 Model "
         "Runner",
