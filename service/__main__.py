@@ -65,14 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "slack-ask":
         return ask.run(args)
     if args.command == "accuracy" and args.serving:
-        from service import serving_accuracy
+        from service.accuracy import serving as serving_accuracy
 
         print(serving_accuracy.render(serving_accuracy.report()))
         return 0
     if args.command == "accuracy":
         from pathlib import Path
 
-        from service.accuracy import render, report, with_table
+        from service.accuracy.vllm import render, report, with_table
 
         table = render(report())
         print(table)

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from service.accuracy import CASES_DIR, TABLE_END, TABLE_START, render, report
+from service.accuracy.vllm import CASES_DIR, TABLE_END, TABLE_START, render, report
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

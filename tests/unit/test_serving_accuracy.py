@@ -7,7 +7,7 @@ tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
 import pytest
 
 from service.__main__ import main
-from service.serving_accuracy import figures, load_runs, report
+from service.accuracy.serving import figures, load_runs, report
 
 HELD_OUT_FIGURES = (
     "held-out half, first and only evaluation of the constants fitted on the calibration half: "

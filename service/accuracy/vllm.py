@@ -1,9 +1,10 @@
 """How close the vLLM method comes to real start-up logs (``python -m service accuracy``).
 
-Every case in tests/data/vllm_logs/ is a real log (or a benchmark's table of real runs) with its
+Every case in cases/vllm_logs/ is a real log (or a benchmark's table of real runs) with its
 source. For each, the engine model predicts the KV tokens, the weights and whether the engine
 starts; the report prints predicted, logged and the error, and says which cases the fitted
-constants in service/sizing/engine.py were fitted on ("fit") and which were not ("held-out").
+constants in service/sizing/vllm/calibration.py were fitted on ("fit") and which were not
+("held-out").
 """
 
 import json
@@ -14,24 +15,15 @@ from typing import Any
 import msgspec
 
 from service.catalogue.hf_config import import_config
-from service.sizing.engine import (
-    GRAPH_ESTIMATE_ERAS,
-    BnbAbsmax,
-    EngineConfig,
-    EngineEra,
-    EnginePrediction,
-    bnb_skipped_layers,
-    era_of_version,
-    for_release,
-    kv_cache_dtype_of,
-    predict_vllm,
-    quantization_of,
-)
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
+from service.sizing.vllm.bitsandbytes import bnb_skipped_layers
+from service.sizing.vllm.config import EngineConfig, for_release, kv_cache_dtype_of, quantization_of
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
+from service.sizing.vllm.releases import BnbAbsmax, EngineEra, era_of_version, last_of
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_logs"
+CASES_DIR = Path(__file__).resolve().parent / "cases" / "vllm_logs"
 TOKENS_TOLERANCE = 0.05
 WEIGHTS_TOLERANCE = 0.01
 BAR = 0.90
@@ -241,7 +233,7 @@ def config_of(case: dict[str, Any], model: ModelSpec) -> EngineConfig:
         device="xpu" if device == "xpu" else "cuda",
         cpu_offload_bytes=int((c.get("cpu_offload_gb") or 0) * GiB),
         usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
-        version=version,
+        era=version,
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
     config = for_release(config, case["vllm_version"])
@@ -285,11 +277,12 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
     if kv is None or tokens is None or logged.get("failed"):
         return None
     bs = p.block_size
-    groups = 1 if p.version == "v0" else p.kv_groups
+    tokens_line = last_of(p.version).tokens_line
+    groups = 1 if tokens_line == "blocks" else p.kv_groups
 
     def tokens_of(gib: float) -> int:
         blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
-        if p.version in GRAPH_ESTIMATE_ERAS:  # concurrency x max_model_len
+        if tokens_line == "concurrency":  # concurrency x max_model_len
             return int(blocks / p.blocks_per_request * p.max_model_len)
         return blocks // groups * bs
 
