@@ -125,7 +125,9 @@ def parse_curl(words: list[str]) -> Curl:
 
 class _Jq:
     def __init__(self, text: str) -> None:
-        self.tokens = re.findall(r'"(?:[^"\\]|\\.)*"|\.\w*|\[\]|\d+|[{}\[\](),:+]|\w+', text)
+        self.tokens: list[str] = re.findall(
+            r'"(?:[^"\\]|\\.)*"|\.\w*|\[\]|\d+|[{}\[\](),:+]|\w+', text
+        )
         self.pos = 0
 
     def peek(self) -> str | None:
