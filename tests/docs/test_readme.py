@@ -7,7 +7,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from service.__main__ import main
@@ -135,3 +137,37 @@ def test_every_docs_link_in_the_readme_is_a_file() -> None:
 def test_pending_pages_are_still_pending() -> None:
     # When another branch's page lands, its PENDING entry must go, so the link is checked.
     assert [page for page in sorted(PENDING) if (ROOT / page).exists()] == []
+
+
+def test_the_readme_worked_answers_prose_is_what_the_server_answers(tmp_path: Path) -> None:
+    # The curl lines under each worked answer are run by test_examples.py; this checks the
+    # numbers the prose adds, each from the server, against the README's wording.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'planner.db'}"
+    migrate(url)
+    text = " ".join(README.read_text().split())
+    seed = {"concurrency": 40, "context_tokens": 8192, "capacity_basis": "marketed"}
+    with served(Settings(database_url=url)) as base, httpx.Client(base_url=base) as http:
+
+        def plan(**body: object) -> dict[str, Any]:
+            answer: dict[str, Any] = http.post("/plan", json=body, timeout=60).json()
+            return answer
+
+        # FP8 weights and KV: 70.55 GB + 40 x 8,192 x 163,840 B = 53.69 GB = 124.24 GB, over
+        # 2 x 68 GB = 136 GB: 11.76 GB spare.
+        fp8 = {"weight_format": "fp8", "kv_format": "fp8"}
+        two = plan(model="llama-3.1-70b", gpu="h100", **seed, **fp8)
+        assert (two["gpu_count"], round(two["spare_bytes"] / 1e9, 1)) == (2, 11.8)
+        assert "FP8 weights and FP8 KV: 2 H100s, 11.8 GB spare" in text
+        # One H200: 141 GB x 0.9 - 4 GB = 122.9 GB against 124.24 GB: 1.34 GB short.
+        one = plan(model="llama-3.1-70b", gpu="h200", splits=[1], **seed, **fp8)
+        assert one["status"] == "does_not_fit" and round(-one["spare_bytes"] / 1e9, 1) == 1.3
+        need = (one["weights_bytes"] + one["kv_cache_bytes"]) / 1e9
+        assert f"falls 1.3 GB short of that plan's {need:.1f} GB" in text
+        # DeepSeek-V3 FP8 on 8 H100s: 673.15 GB / 8 = 84.1 GB a GPU against 68 GB; 16 fit.
+        eight = plan(model="deepseek-v3", gpu="h100", splits=[8], capacity_basis="marketed")
+        assert eight["status"] == "does_not_fit"
+        assert f"{eight['per_gpu']['weights_bytes'] / 1e9:.1f} GB of weights a GPU" in text
+        assert "84.1 GB of weights a GPU against 68 GB" in text
+        sixteen = plan(model="deepseek-v3", gpu="h100", capacity_basis="marketed")
+        assert (sixteen["gpu_count"], sixteen["pipeline_parallel"]) == (16, 2)
+        assert "two servers (16 GPUs, 2 pipeline stages)" in text
