@@ -1,4 +1,4 @@
-"""The serving model against the public benchmark runs (service/serving_accuracy.py).
+"""The serving model against the public benchmark runs (service/accuracy/serving.py).
 
 The bar (issue 17, point 5), on the held-out half only: median absolute error <= 15% on output
 tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.

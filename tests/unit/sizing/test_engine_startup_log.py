@@ -1,4 +1,4 @@
-"""Reading vLLM start-up logs (service/sizing/startup_log.py): the numbers each line carries.
+"""Reading vLLM start-up logs (service/verify/startup_log.py): the numbers each line carries.
 
 Expected values are read off the log lines by hand (GiB x 2^30, rounded to the byte)."""
 
