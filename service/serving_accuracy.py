@@ -23,6 +23,7 @@ from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
+from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 
 RUNS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "serving"
@@ -217,7 +218,7 @@ def predict_run(
     engine: Engine = run["engine"]
     try:
         eff = efficiency_for(ready.architecture, engine, **factors)
-        out = benchmark(ready.costs, eff, ready.limits, workload_of(run))
+        out = benchmark(ready.costs, eff, ready.limits, workload_of(run), POLICIES[engine])
     except SizingError as exc:
         return msgspec.structs.replace(base, skipped=f"{exc.field}: {exc.message}")
     return msgspec.structs.replace(

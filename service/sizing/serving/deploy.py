@@ -21,6 +21,7 @@ from service.sizing.serving.loop import (
     closed_loop,
     open_loop,
 )
+from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
@@ -113,5 +114,5 @@ def predict_serving(
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)
     if w.num_prompts is not None:
-        return benchmark(costs, eff, limits, w)
+        return benchmark(costs, eff, limits, w, POLICIES[engine])
     return closed_loop(costs, eff, limits, w)
