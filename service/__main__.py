@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the serving-speed model against the public benchmark runs instead",
     )
+    accuracy.add_argument(
+        "--markdown",
+        action="store_true",
+        help="with --serving: the per-run table as markdown (docs/serving-accuracy.md)",
+    )
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
@@ -67,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "accuracy" and args.serving:
         from service import serving_accuracy
 
-        print(serving_accuracy.render(serving_accuracy.report()))
+        results = serving_accuracy.report()
+        if args.markdown:
+            print(serving_accuracy.render_markdown(results))
+        else:
+            print(serving_accuracy.render(results))
         return 0
     if args.command == "accuracy":
         from pathlib import Path

@@ -33,7 +33,6 @@ Bottleneck = Literal[
 LengthDistribution = Literal["fixed", "exponential", "sharegpt"]
 
 
-
 class EngineLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_num_seqs: int
     max_num_batched_tokens: int
@@ -221,11 +220,10 @@ def benchmark(
     )
     batch = max(run.mean_running, 1.0)
     bottleneck: Bottleneck = steady_step(costs, eff, limits, w, batch).bound
-    offered = min(w.num_prompts, w.concurrency or w.num_prompts)
-    if run.peak_running >= limits.max_num_seqs and offered > limits.max_num_seqs:
-        bottleneck = "max-num-seqs"
-    elif run.preemptions or run.peak_running < min(offered, limits.max_num_seqs):
+    if run.preemptions or run.kv_wait_s > max(run.seqs_wait_s, 0.1 * run.duration_s):
         bottleneck = "kv-capacity"
+    elif run.seqs_wait_s > 0.1 * run.duration_s:
+        bottleneck = "max-num-seqs"
     return _prediction(
         costs,
         w,

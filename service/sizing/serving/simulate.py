@@ -106,6 +106,10 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """Time-weighted mean of the decoding sequences."""
     peak_running: int
     preemptions: int
+    kv_wait_s: float = 0.0
+    """Time during which a waiting request could not be admitted for want of KV pool."""
+    seqs_wait_s: float = 0.0
+    """Time during which one waited because max_num_seqs requests were running."""
 
 
 def lengths(
@@ -127,7 +131,8 @@ def lengths(
     outs = quantiles(output_mean, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT)
     random.Random(1).shuffle(ins)
     random.Random(2).shuffle(outs)
-    return [(round(i), round(min(o, SHAREGPT_MAX_TOTAL - i))) for i, o in zip(ins, outs)]
+    pairs = zip(ins, outs, strict=True)
+    return [(round(i), round(min(o, SHAREGPT_MAX_TOTAL - i))) for i, o in pairs]
 
 
 def simulate(
@@ -160,6 +165,7 @@ def simulate(
     finish: list[tuple[int, int, int, Request]] = []  # (end step, tie, epoch, request)
     now, g, decoding, context, used, reserved, remaining = 0.0, 0, 0, 0, 0, 0, 0
     busy, peak, preempted, done, tie = 0.0, 0, 0, 0, 0
+    kv_wait, seqs_wait = 0.0, 0.0
 
     def ratio() -> float:
         assert policy.new_token_ratio is not None
@@ -204,6 +210,9 @@ def simulate(
             budget -= take
         if not chunks:
             decodes_run = True
+        blocked = ""
+        if waiting and budget > 0:
+            blocked = "seqs" if len(running) >= max_num_seqs else "kv"
         # 2. how many steps run before something changes
         while finish and finish[0][2] != finish[0][3].epoch:
             heapq.heappop(finish)  # a preempted request's old end
@@ -229,6 +238,10 @@ def simulate(
         ).total_s
         steps = max(k, 1)
         now += step * steps
+        if blocked == "kv":
+            kv_wait += step * steps
+        elif blocked == "seqs":
+            seqs_wait += step * steps
         busy += decoding * step * k
         # 4. advance: the decodes, then the prefills that completed
         g += k
@@ -298,4 +311,6 @@ def simulate(
         mean_running=busy / now if now > 0 else 0.0,
         peak_running=peak,
         preemptions=preempted,
+        kv_wait_s=kv_wait,
+        seqs_wait_s=seqs_wait,
     )
