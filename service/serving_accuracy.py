@@ -1,10 +1,10 @@
 """How close the serving-speed model comes to public benchmark runs
-(``python -m service accuracy --serving``).
+(``python -m service accuracy --serving``; ``--markdown`` prints docs/serving-accuracy.md).
 
 Every run in tests/data/serving/ is one ``vllm bench serve`` result block with its serve command,
 GPU and engine; each is marked calibration or held_out once, by its page (the data's README).
 For each run the model predicts output tokens/s, mean TPOT and mean TTFT; the report prints
-them against the measured ones. The per-step overheads in service/sizing/serving/efficiency.py
+them against the measured ones. The fitted constants in service/sizing/serving/efficiency.py
 come from the calibration half only (bench/serving_calibration.py); the bar is on the held-out
 half: median absolute error <= 15% on output tokens/s and on mean TPOT, and >= 80% of runs
 within 25% on both.
@@ -37,6 +37,8 @@ MODEL_SLUGS: dict[str, str] = {
     "openai/gpt-oss-20b": "gpt-oss-20b",
     "Qwen/Qwen3-8B": "qwen3-8b",
     "Qwen/Qwen3-8B-FP8": "qwen3-8b",
+    "Qwen/Qwen3-14B": "qwen3-14b",
+    "Qwen/Qwen3-14B-FP8": "qwen3-14b",
     "Qwen/Qwen3-32B": "qwen3-32b",
     "Qwen/Qwen3-32B-FP8": "qwen3-32b",
     "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",

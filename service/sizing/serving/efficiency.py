@@ -85,10 +85,10 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
     "cdna3": 0.8,
 }
 
-STEP_OVERHEAD_S = 1e-3
-KERNEL_OVERHEAD_S = 4e-6
-SEQUENCE_OVERHEAD_S = 0.0
-EXPERT_EFFICIENCY = 0.25
+STEP_OVERHEAD_S = 0.0
+KERNEL_OVERHEAD_S = 2e-6
+SEQUENCE_OVERHEAD_S = 160e-6
+EXPERT_EFFICIENCY = 0.2
 """The four fitted constants (bench/serving_calibration.py, calibration half only)."""
 
 LAYER_OVERHEAD_S = 0.0

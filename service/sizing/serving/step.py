@@ -120,8 +120,8 @@ def step_time(
     overhead = (
         eff.step_overhead_s
         + eff.layer_overhead_s * costs.layers
-        + eff.sequence_overhead_s * decode_sequences
         + eff.kernel_overhead_s * costs.kernels
+        + eff.sequence_overhead_s * decode_sequences
     )
     stage = linear + attend + interconnect + overhead
     total = stage * costs.pipeline_parallel  # a token passes every stage in turn
