@@ -4,6 +4,8 @@ The bar (issue 17, point 5), on the held-out half only: median absolute error <=
 tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
 """
 
+from pathlib import Path
+
 import pytest
 
 from service.__main__ import main
@@ -49,3 +51,13 @@ def test_runs_the_catalogue_cannot_describe_are_skipped_with_the_reason() -> Non
     assert by_run["gpustack-glm-4.5-air-h100-vllm-glm-4.5-air-tp4-burst1000"].skipped == (
         "model not in the catalogue"
     )
+
+
+def test_the_accuracy_page_is_the_markdown_commands_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # docs/serving-accuracy.md is `python -m service accuracy --serving --markdown` > the file:
+    # it must never drift from what the model predicts.
+    assert main(["accuracy", "--serving", "--markdown"]) == 0
+    page = Path(__file__).resolve().parents[2] / "docs" / "serving-accuracy.md"
+    assert capsys.readouterr().out == page.read_text(encoding="utf-8")
