@@ -1,14 +1,17 @@
-"""Derive the serving model's fitted factors from the calibration half, and only from it.
+"""Derive the serving model's fitted constants from the calibration half, and only from it.
 
     .venv/bin/python bench/serving_calibration.py
 
-Reads service/accuracy/cases/serving/*.json, keeps the runs marked ``calibration`` (never a
-``held_out`` one: it drops them before predicting anything), and searches a grid of the four fitted
-factors of service/sizing/serving/efficiency.py: SERVING_FLOPS_SCALE, SERVING_BANDWIDTH_SCALE
-and one per-step overhead shared by the engines. The score is the mean of the median absolute
-errors of output tokens/s and of mean TPOT over the calibration runs the model can predict; the
-grid point with the lowest score is printed, with its figures. The constants in efficiency.py
-are that point, rounded.
+Reads service/accuracy/cases/serving/*.json and drops every run marked ``held_out`` before
+predicting anything. Over the calibration runs the model can predict, it searches a grid of the four
+fitted constants of service/sizing/serving/efficiency.py (STEP_OVERHEAD_S, KERNEL_OVERHEAD_S,
+SEQUENCE_OVERHEAD_S, EXPERT_EFFICIENCY); the fractions of peak stay the published ones
+(SERVING_FLOPS_SCALE = SERVING_BANDWIDTH_SCALE = 1). The score is the mean of the median
+absolute errors of output tokens/s and of mean TPOT; ties go to the larger share of runs within
+25% on both. The grid point with the lowest score is printed, with its figures; the constants
+in efficiency.py are that point. (Run on 13 calibration runs, it takes ~3 minutes and prints
+STEP_OVERHEAD_S 0.0, KERNEL_OVERHEAD_S 2e-06, SEQUENCE_OVERHEAD_S 0.00016,
+EXPERT_EFFICIENCY 0.2: median |error| output 19%, TPOT 15%, both within 25% 54%.)
 """
 
 import itertools
@@ -17,10 +20,10 @@ from typing import Any
 
 from service.accuracy.serving import load_runs, predict_run, prepare
 
-FLOPS_SCALES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
-BANDWIDTH_SCALES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-OVERHEADS_S = (0.0, 0.002, 0.004, 0.008, 0.012, 0.02, 0.03)
-LAYER_OVERHEADS_S = (0.0, 25e-6, 50e-6, 100e-6, 150e-6, 200e-6, 300e-6)
+STEP_OVERHEADS_S = (0.0, 1e-3, 2e-3)
+KERNEL_OVERHEADS_S = (0.0, 2e-6, 4e-6, 6e-6, 8e-6)
+SEQUENCE_OVERHEADS_S = (0.0, 10e-6, 20e-6, 40e-6, 80e-6, 120e-6, 160e-6, 240e-6)
+EXPERT_EFFICIENCIES = (1.0, 0.7, 0.5, 0.4, 0.3, 0.25, 0.2)
 
 
 def score(runs: list[tuple[dict[str, Any], Any]], **factors: float) -> tuple[float, ...]:
@@ -28,22 +31,33 @@ def score(runs: list[tuple[dict[str, Any], Any]], **factors: float) -> tuple[flo
     out = statistics.median(abs(e[0]) for e in errs)
     tpot = statistics.median(abs(e[1]) for e in errs)
     within = sum(1 for e in errs if abs(e[0]) <= 0.25 and abs(e[1]) <= 0.25) / len(errs)
-    return (out + tpot) / 2, out, tpot, within
+    return (out + tpot) / 2, -within, out, tpot
 
 
 def main() -> None:
-    runs = [(r, prepare(r)) for r in load_runs() if r["split"] == "calibration"]
+    calibration = [r for r in load_runs() if r["split"] == "calibration"]
+    runs = [(r, ready) for r in calibration if not isinstance(ready := prepare(r), str)]
+    print(f"{len(runs)} calibration runs predicted ({len(calibration) - len(runs)} skipped)")
     best = None
-    grid = itertools.product(FLOPS_SCALES, BANDWIDTH_SCALES, OVERHEADS_S, LAYER_OVERHEADS_S)
-    for f, b, o, lo in grid:
-        s = score(runs, flops_scale=f, bandwidth_scale=b, step_overhead_s=o, layer_overhead_s=lo)
-        if best is None or s[0] < best[0][0]:
-            best = (s, f, b, o, lo)
+    grid = itertools.product(
+        STEP_OVERHEADS_S, KERNEL_OVERHEADS_S, SEQUENCE_OVERHEADS_S, EXPERT_EFFICIENCIES
+    )
+    for o, lo, so, x in grid:
+        s = score(
+            runs,
+            step_overhead_s=o,
+            kernel_overhead_s=lo,
+            sequence_overhead_s=so,
+            expert_efficiency=x,
+        )
+        if best is None or s[:2] < best[0][:2]:
+            best = (s, o, lo, so, x)
     assert best is not None
-    (s, out, tpot, within), f, b, o, lo = best
-    print(f"flops_scale {f}, bandwidth_scale {b}, step_overhead_s {o}, layer_overhead_s {lo}")
+    (_, within, out, tpot), o, lo, so, x = best
+    print(f"STEP_OVERHEAD_S {o}, KERNEL_OVERHEAD_S {lo}, SEQUENCE_OVERHEAD_S {so}, ", end="")
+    print(f"EXPERT_EFFICIENCY {x}")
     print(f"calibration: median |error| output {out:.0%}, TPOT {tpot:.0%}", end="")
-    print(f", both within 25% {within:.0%}")
+    print(f", both within 25% {-within:.0%}")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     accuracy.add_argument(
         "--markdown",
         action="store_true",
-        help="print the report as one markdown page (what docs/accuracy.md holds)",
+        help="print the report as markdown (docs/accuracy.md, or docs/serving-accuracy.md)",
     )
     accuracy.add_argument(
         "--serving",
@@ -69,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "accuracy" and args.serving:
         from service.accuracy import serving as serving_accuracy
 
-        print(serving_accuracy.render(serving_accuracy.report()))
+        results = serving_accuracy.report()
+        if args.markdown:
+            print(serving_accuracy.render_markdown(results))
+        else:
+            print(serving_accuracy.render(results))
         return 0
     if args.command == "accuracy":
         from service.accuracy.vllm import render, render_markdown, report

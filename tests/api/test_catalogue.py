@@ -264,7 +264,7 @@ async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
     # the same later corrections as the migrations, so every shipped model is the same spec.
     local = local_catalogue()
     page = (await client.get("/models", params={"limit": 100})).json()
-    assert len(page["items"]) == 17  # 16 from 0002, Qwen3-Next from 0007
+    assert len(page["items"]) == 18  # 16 from 0002, Qwen3-Next from 0007, Qwen3 14B from 0012
     for item in page["items"]:
         served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
         spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))

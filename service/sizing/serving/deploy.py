@@ -20,6 +20,7 @@ from service.sizing.serving.loop import (
     closed_loop,
     open_loop,
 )
+from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 from service.sizing.vllm.predict import EnginePrediction
 
@@ -30,6 +31,32 @@ per 32 values (OCP Microscaling spec v1.0)."""
 SLIDING_CONTEXT_SHARE = 0.0
 """Sliding-window layers attend to at most the window (gpt-oss: 128 tokens), a negligible share
 of the FLOPs of the contexts served here: counted as none."""
+
+
+MIXER_KERNELS: dict[str, int] = {"full": 6, "sliding": 6, "mla": 12, "linear": 8}
+"""Kernels one decoder layer's token mixer launches per step. Counted from the layer's forward
+in vLLM's model code, not from a profile (an estimate): grouped-query attention (qwen3.py,
+llama.py) runs its norm, the QKV GEMM, rotary, the KV-cache write, the attention kernel and
+the output GEMM; MLA (deepseek_v2.py) the norm, the q and kv down- and up-projections with
+their norms, rotary, the absorbed key and value products, the decode kernel and its merge, and
+the output GEMM; a linear-attention layer (qwen3_next.py's gated delta net) its norm, the input
+GEMMs, the short convolution, the gates, the recurrent update, the gated norm and the output
+GEMM."""
+
+MLP_KERNELS = 4
+"""A dense MLP: its norm, the gate-up GEMM, the activation, the down GEMM."""
+
+MOE_KERNELS = 8
+"""An MoE block: its norm, the router GEMM, top-k, the tokens' sort by expert, the grouped
+gate-up GEMM, the activation, the grouped down GEMM and the weighted sum (vLLM's fused_moe)."""
+
+
+def kernels_per_step(m: ModelSpec, pipeline_parallel: int = 1) -> float:
+    """Kernels one step launches on one pipeline stage (the all-reduces are priced apart)."""
+    mixers = sum(MIXER_KERNELS.get(k, MIXER_KERNELS["full"]) for k in m.resolved_layer_types)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    mlps = MOE_KERNELS * moe_layers + MLP_KERNELS * (m.layers - moe_layers)
+    return (mixers + mlps) / pipeline_parallel
 
 
 class Deployment(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,11 +111,18 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         experts=m.experts if m.is_moe else 0,
         experts_per_token=m.experts_per_token if m.is_moe else 0,
         flops_per_token=2 * m.resolved_active_params / t * stage_share,
+        expert_flops_per_token=min(
+            2 * m.experts_per_token * routed_expert_params(m) / m.experts if m.is_moe else 0.0,
+            2 * m.resolved_active_params,
+        )
+        / t
+        * stage_share,
         attention_flops_per_context_token=attention,
         kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
+        kernels=kernels_per_step(m, d.pipeline_parallel),
     )
 
 
@@ -113,5 +147,5 @@ def predict_serving(
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)
     if w.num_prompts is not None:
-        return benchmark(costs, eff, limits, w)
+        return benchmark(costs, eff, limits, w, POLICIES[engine])
     return closed_loop(costs, eff, limits, w)

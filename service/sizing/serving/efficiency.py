@@ -1,13 +1,14 @@
-"""Achieved fractions of a GPU's peak and an engine's fixed cost per step.
+"""Achieved fractions of a GPU's peak and an engine's fixed costs per step.
 
-They belong to a GPU generation and an engine, never to a case. The fractions of peak come from
-published measurements (each constant says which); the per-step overheads are the one thing
-derived from the benchmark runs' calibration half, by ``bench/serving_calibration.py`` (rerun it
-to reproduce them), never from a held-out run and never per run.
+They belong to a GPU generation and an engine, never to a case. Two kinds:
 
-Status: the fractions' sources below were cited from memory and not re-read when they were
-written; check each before building on it. The model does not yet meet issue 17's held-out bar
-(``python -m service accuracy --serving`` prints where it stands).
+- the fractions of peak a large dense GEMM and a streaming read reach on a generation
+  (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
+  defined, with whether it was re-read ("verified") or not;
+- four serving constants that no datasheet gives (the per-step, per-kernel and per-sequence
+  overheads and the routed experts' kernel efficiency): fitted once, over the benchmark runs'
+  calibration half only, by ``bench/serving_calibration.py`` (rerun it to reproduce them),
+  never from a held-out run and never per run.
 """
 
 from typing import Literal
@@ -36,65 +37,71 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     bandwidth_fraction: float
     """Achieved fraction of the marketed HBM bandwidth in a streaming read."""
     step_overhead_s: float
-    """Fixed time of one engine step beyond its FLOPs and bytes: scheduling, sampling, kernel
-    launches and the small kernels (norms, rotary, activation) the roofline leaves out."""
+    """Fixed time of one engine step beyond its FLOPs and bytes: scheduling, input
+    preparation, sampling and the output's hand-off to the API server."""
     allreduce_latency_s: float
     """Fixed latency of one tensor-parallel all-reduce (launch and synchronisation)."""
     layer_overhead_s: float = 0.0
     """Fixed time per decoder layer per step: the layer's small kernels (norms, rotary, routing,
     activation quantisation) and their launches, which the roofline leaves out."""
+    kernel_overhead_s: float = 0.0
+    """Fixed time per kernel a step launches: a kernel's launch, ramp and tail, which a small
+    batch's kernels do not hide (CUDA graphs remove the CPU's launch cost, not this)."""
+    sequence_overhead_s: float = 0.0
+    """Time per running sequence per step: the scheduler's and the sampler's per-request work."""
+    expert_efficiency: float = 1.0
+    """What the routed experts' grouped GEMMs reach of the dense fractions, in FLOPs and in
+    bytes (few tokens per expert, per-expert tiles, dequantisation in the kernel)."""
 
 
 FLOPS_FRACTION: dict[Generation, float] = {
-    # Hopper: H100 SXM BF16 GEMMs reach ~700 of 989 TFLOPS (0.71) in cuBLAS (NVIDIA's
-    # "H100 Tensor Core GPU performance" and SemiAnalysis' "MI300X vs H100 vs H200 benchmark
-    # part 1: training", Dec 2024: 720 TFLOPS BF16 GEMM on H100).
+    # Not verified (cited from memory; no public copy was found to re-read): H100 SXM BF16
+    # GEMMs reach ~700 of 989 TFLOPS in cuBLAS at large sizes (SemiAnalysis, "MI300X vs H100
+    # vs H200 Benchmark Part 1: Training", Dec 2024, its GEMM section).
     "hopper": 0.7,
-    # Ampere: A100 BF16 GEMMs reach ~250-270 of 312 TFLOPS (0.8-0.87; NVIDIA's "A100 GPU
-    # performance" deep-learning guide, matmul background).
+    # Not verified: A100 BF16 GEMMs reach ~250-270 of 312 TFLOPS (NVIDIA's "Matrix
+    # Multiplication Background User's Guide", its A100 GEMM plots).
     "ampere": 0.8,
-    # Ada: the L40S/RTX 4090 run GEMMs at ~0.7 of their dense peak at sustained clocks
-    # (their boost-clock peaks are not held under load).
+    # Not verified: Ada boards do not hold their boost clock under sustained tensor load;
+    # taken as Hopper's fraction.
     "ada": 0.7,
-    # Blackwell: B200 BF16/FP8 GEMMs ~0.7 of dense peak (SemiAnalysis' B200 GEMM numbers).
+    # Not verified: taken as Hopper's fraction.
     "blackwell": 0.7,
-    # CDNA3: MI300X BF16 GEMM ~600-650 of 1,307 TFLOPS (SemiAnalysis, Dec 2024: 0.45-0.5).
+    # Not verified: MI300X BF16 GEMMs reach ~600-650 of 1,307 TFLOPS (SemiAnalysis, Dec 2024,
+    # as above).
     "cdna3": 0.47,
 }
 
 BANDWIDTH_FRACTION: dict[Generation, float] = {
-    # STREAM-like reads (BabelStream / nvbandwidth device-local copy): H100 SXM ~3.0 of 3.35 TB/s,
-    # A100 80GB ~1.8 of 2.04 TB/s, B200 ~7 of 8 TB/s: about 0.88-0.9 of the marketed figure.
+    # Not verified: STREAM-like device copies (BabelStream, nvbandwidth) reach about 0.9 of the
+    # marketed HBM figure on H100 SXM (~3.0 of 3.35 TB/s) and about 0.88 on A100 80GB
+    # (~1.8 of 2.04 TB/s); Ada and Blackwell taken as A100's fraction.
     "hopper": 0.9,
     "ampere": 0.88,
     "ada": 0.88,
     "blackwell": 0.88,
-    # MI300X: ~4.0-4.3 of 5.3 TB/s in BabelStream (Chips and Cheese "Testing AMD's giant
-    # MI300X", 2024): ~0.8.
+    # Not verified: MI300X ~4.0-4.3 of 5.3 TB/s in BabelStream (Chips and Cheese, "Testing
+    # AMD's Giant MI300X", 2024).
     "cdna3": 0.8,
 }
 
+STEP_OVERHEAD_S = 0.0
+KERNEL_OVERHEAD_S = 2e-6
+SEQUENCE_OVERHEAD_S = 160e-6
+EXPERT_EFFICIENCY = 0.2
+"""The four fitted constants (bench/serving_calibration.py, calibration half only)."""
+
+LAYER_OVERHEAD_S = 0.0
+"""Not fitted: the per-kernel overhead, with each layer type's kernel count, replaces it."""
+
 SERVING_FLOPS_SCALE = 1.0
-SERVING_BANDWIDTH_SCALE = 0.6
-"""What a served step achieves of the GEMM and STREAM fractions above (grouped MoE GEMMs over
-small per-expert batches, paged attention, sampling and scheduling between kernels): fitted
-over the calibration half by bench/serving_calibration.py, one value for every generation and
-engine (the half has too few runs per engine for more)."""
-
-LAYER_OVERHEAD_S = 150e-6
-"""Fitted over the calibration half by bench/serving_calibration.py, with the scales."""
-
-STEP_OVERHEAD_S: dict[Engine, float] = {
-    # Fitted over the calibration half by bench/serving_calibration.py, with the two scales.
-    "vllm": 0.004,
-    "sglang": 0.004,
-    "tensorrt-llm": 0.004,
-}
+SERVING_BANDWIDTH_SCALE = 1.0
+"""What a served step achieves of the fractions above beyond what the fitted constants say:
+1, the published fractions as they are (kept as knobs for the calibration script)."""
 
 ALLREDUCE_LATENCY_S = 10e-6
-"""One small all-reduce over NVLink takes ~5-10 us in vLLM's custom all-reduce or NCCL's LL
-protocol (NCCL's nccl-tests all_reduce_perf, 8 B on 8 x H100: ~10 us); PCIe adds ~2x (same
-tests on PCIe boxes), which the link's bandwidth term already separates for large messages."""
+"""Not verified: one small all-reduce over NVLink takes ~5-10 us in vLLM's custom all-reduce
+or NCCL's LL protocol (nccl-tests all_reduce_perf, 8 B on 8 x H100: ~10 us)."""
 
 
 def generation_of(architecture: str, field: str = "gpu.architecture") -> Generation:
@@ -114,17 +121,29 @@ def efficiency_for(
     bandwidth_scale: float | None = None,
     step_overhead_s: float | None = None,
     layer_overhead_s: float | None = None,
+    kernel_overhead_s: float | None = None,
+    sequence_overhead_s: float | None = None,
+    expert_efficiency: float | None = None,
 ) -> Efficiency:
     """The factors of a GPU generation (named by the catalogue's ``architecture``) and an
     engine; the keyword arguments replace the fitted constants (the calibration script's
-    search)."""
+    search). The engines share the constants: the calibration half has too few runs of each
+    to tell them apart."""
+    del engine  # one set for every engine until the data can tell them apart
     generation = generation_of(architecture)
     f_scale = SERVING_FLOPS_SCALE if flops_scale is None else flops_scale
     b_scale = SERVING_BANDWIDTH_SCALE if bandwidth_scale is None else bandwidth_scale
+
+    def pick(value: float | None, fitted: float) -> float:
+        return fitted if value is None else value
+
     return Efficiency(
         flops_fraction=FLOPS_FRACTION[generation] * f_scale,
         bandwidth_fraction=BANDWIDTH_FRACTION[generation] * b_scale,
-        step_overhead_s=STEP_OVERHEAD_S[engine] if step_overhead_s is None else step_overhead_s,
+        step_overhead_s=pick(step_overhead_s, STEP_OVERHEAD_S),
         allreduce_latency_s=ALLREDUCE_LATENCY_S,
-        layer_overhead_s=LAYER_OVERHEAD_S if layer_overhead_s is None else layer_overhead_s,
+        layer_overhead_s=pick(layer_overhead_s, LAYER_OVERHEAD_S),
+        kernel_overhead_s=pick(kernel_overhead_s, KERNEL_OVERHEAD_S),
+        sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
+        expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
     )

@@ -8,13 +8,10 @@ the prompts of the requests that replace the finished ones (b x input / output p
 step on average), so TPOT is that step's time and output tokens/s is b / TPOT. Clients beyond
 b queue; TTFT is that wait plus the prompt's chunked prefill.
 
-A benchmark of P prompts (``--num-prompts P``; no concurrency cap sends all at once: N = P)
-has three phases: the first c = min(P, b) prompts prefilled in budget-sized chunks, the steady
-state while the other P - c requests take the freed places, then the drain as the last c
-finish. Output lengths are fixed (``--dataset-name random``: every request the same) or
-exponential with the workload's mean (ShareGPT answers): then the running batch decays as
-c x exp(-k / output) over the drain's steps and the last request ends after about
-output x ln(c) steps.
+A benchmark of P prompts (``--num-prompts P``; no concurrency cap sends all at once) is not a
+steady state: the first wave's prefill, the queue behind the KV pool and the drain as the
+longest answers finish decide its figures. ``benchmark`` runs it through ``simulate``, a
+step-by-step simulation of the engine's scheduler and the benchmark client.
 
 Open loop at R requests/s: the batch is the b with R = b / (output x TPOT(b)) (a small
 fixed-point iteration); at or past the closed loop's capacity the queue grows without bound.
@@ -27,16 +24,13 @@ import msgspec
 
 from service.sizing.errors import require
 from service.sizing.serving.efficiency import Efficiency
+from service.sizing.serving.simulate import POLICIES, LengthShape, Policy, lengths, simulate
 from service.sizing.serving.step import StepCosts, StepTime, step_time
 
 Bottleneck = Literal[
     "compute", "hbm-bandwidth", "interconnect", "overhead", "kv-capacity", "max-num-seqs"
 ]
-LengthDistribution = Literal["fixed", "exponential"]
-
-EULER_GAMMA = 0.5772156649
-QUADRATURE_POINTS = 48
-"""Points of the drain's and the first wave's averages: smooth integrands, ~0.1% accurate."""
+LengthDistribution = Literal["fixed", "exponential", "sharegpt"]
 
 
 class EngineLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,88 +192,47 @@ def closed_loop(
     )
 
 
-def _drain(costs: StepCosts, eff: Efficiency, w: Workload, batch: float) -> tuple[float, float]:
-    """(drain time, mean step time over a request's first output steps of the drain)."""
-    if w.output_distribution == "fixed" or batch <= 1:
-        t = _step(costs, eff, w, 0.0, batch).total_s
-        return w.output_tokens * t, t
-    length = w.output_tokens * math.log(batch)  # the batch falls to one sequence
-    n = QUADRATURE_POINTS
-    total = 0.0
-    early = 0.0
-    for i in range(n):
-        x = (i + 0.5) / n
-        total += _step(costs, eff, w, 0.0, batch * math.exp(-x * length / w.output_tokens)).total_s
-        early += _step(costs, eff, w, 0.0, batch * math.exp(-x)).total_s
-    # the last sequence: the longest of c exponentials ends ~ output x (ln c + Euler's gamma)
-    last = EULER_GAMMA * w.output_tokens * _step(costs, eff, w, 0.0, 1.0).total_s
-    return total / n * length + last, early / n
-
-
-def _first_wave_tpot(w: Workload, steps: float, t_prefill: float, t_after: float) -> float:
-    """Mean TPOT of the requests admitted during the first prefill: one admitted a fraction a
-    into it decodes its first (1 - a) x steps tokens at the prefill steps' pace, the rest at
-    ``t_after``; averaged over a and over the output length."""
-    n = QUADRATURE_POINTS
-    acc = 0.0
-    for i in range(n):
-        m = (1 - (i + 0.5) / n) * steps
-        for j in range(n):
-            if w.output_distribution == "fixed":
-                o = w.output_tokens
-            else:  # the (j + 0.5) / n quantile of an exponential of the mean
-                o = max(1.0, -w.output_tokens * math.log(1 - (j + 0.5) / n))
-            acc += (min(o, m) * t_prefill + max(0.0, o - m) * t_after) / o
-    return acc / (n * n)
-
-
 def benchmark(
-    costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload
+    costs: StepCosts,
+    eff: Efficiency,
+    limits: EngineLimits,
+    w: Workload,
+    policy: Policy | None = None,
 ) -> ServingPrediction:
     """A finite run of ``w.num_prompts`` prompts, at most ``w.concurrency`` at once (None: all),
-    as ``vllm bench serve`` reports it: totals over the run's duration, means over requests."""
+    as ``vllm bench serve`` reports it: totals over the run's duration, means over requests;
+    simulated step by step (``simulate``) under the engine's scheduling ``policy`` (vLLM's by
+    default)."""
     _validate(w)
     require(w.num_prompts is not None and w.num_prompts >= 1, "num_prompts", "must be at least 1")
     assert w.num_prompts is not None
-    p = w.num_prompts
-    n = min(p, w.concurrency or p)
-    cap, limit = batch_limit(limits, w)
-    c = min(float(n), cap)
-    budget = limits.max_num_batched_tokens
-    per_step = max(min(c * w.input_tokens, budget - c / 2), 1.0)
-    prefill_steps = c * w.input_tokens / per_step
-    t_prefill = _step(costs, eff, w, per_step, c / 2).total_s
-    t0 = prefill_steps * t_prefill
-    steady = steady_step(costs, eff, limits, w, c)
-    t1 = (p - c) * w.output_tokens / c * steady.total_s
-    t2, t_drain = _drain(costs, eff, w, c)
-    duration = t0 + t1 + t2
-    out = p * w.output_tokens / duration
-    first = _first_wave_tpot(w, prefill_steps, t_prefill, steady.total_s if p > c else t_drain)
-    tpot = (c * first + (p - c) * steady.total_s) / p
-    own_prefill = prefill_time_s(costs, eff, limits, w, c)
-    # TTFT: the first c wait for the first prefill (half of it on average); the other n - c
-    # sent at the start queue in the server until places free; the p - n sent later (a
-    # client sends its next request when one ends) queue behind n - c others.
-    admit = (n - c) * w.output_tokens / c * steady.total_s
-    rate = c / (w.output_tokens * steady.total_s)
-    ttft = (
-        c * t0 / 2
-        + (n - c) * (t0 + admit / 2 + own_prefill)
-        + (p - n) * ((n - c) / rate + own_prefill)
-    ) / p
-    bottleneck: Bottleneck = steady.bound
-    if n > cap:
-        bottleneck = limit or "compute"
+    shape: LengthShape = "fixed" if w.output_distribution == "fixed" else "sharegpt"
+    requests = lengths(w.num_prompts, w.input_tokens, w.output_tokens, shape)
+    run = simulate(
+        costs,
+        eff,
+        max_num_seqs=limits.max_num_seqs,
+        token_budget=limits.max_num_batched_tokens,
+        kv_pool_tokens=limits.kv_pool_tokens,
+        requests=requests,
+        concurrency=w.concurrency,
+        policy=policy or POLICIES["vllm"],
+    )
+    batch = max(run.mean_running, 1.0)
+    bottleneck: Bottleneck = steady_step(costs, eff, limits, w, batch).bound
+    if run.preemptions or run.kv_wait_s > max(run.seqs_wait_s, 0.1 * run.duration_s):
+        bottleneck = "kv-capacity"
+    elif run.seqs_wait_s > 0.1 * run.duration_s:
+        bottleneck = "max-num-seqs"
     return _prediction(
         costs,
         w,
-        batch=c,
-        tpot_s=tpot,
-        output_tokens_per_s=out,
-        ttft_s=ttft,
+        batch=run.mean_running,
+        tpot_s=run.mean_tpot_s,
+        output_tokens_per_s=run.output_tokens_per_s,
+        ttft_s=run.mean_ttft_s,
         bottleneck=bottleneck,
-        duration_s=duration,
+        duration_s=run.duration_s,
     )
 
 

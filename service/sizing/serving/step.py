@@ -11,7 +11,9 @@ max_num_batched_tokens) and one token for each of ``decode_sequences`` running s
   and KV bytes (each kernel overlaps its own math and reads; the kernels run in turn), plus
   the tensor-parallel all-reduces (two per layer, Megatron's split: after attention and after
   the MLP; a ring moves 2 (t-1)/t of the message over the link) and the engine's fixed
-  overheads (per step and per layer).
+  overheads (per step, per kernel launched, per layer and per running sequence);
+- an MoE's routed experts run as grouped GEMMs over few tokens per expert, at
+  ``expert_efficiency`` x the dense fractions, in FLOPs and in bytes alike.
 """
 
 from typing import Literal
@@ -41,6 +43,9 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     experts_per_token: int = 0
     flops_per_token: float
     """2 x active parameters / tensor_parallel (this GPU's share)."""
+    expert_flops_per_token: float = 0.0
+    """The routed experts' part of ``flops_per_token``: 2 x k x one expert's parameters on this
+    GPU (0: a dense model)."""
     attention_flops_per_context_token: float
     """4 x heads x head_dim x attention layers / tensor_parallel: FLOPs one new token spends
     per token of its context."""
@@ -51,6 +56,8 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     hbm_bytes_per_s: float
     link_bytes_per_s: float = 0.0
     """GPU-to-GPU bandwidth per direction (NVLink, else the host's PCIe); 0 with no split."""
+    kernels: float = 0.0
+    """Kernels one step launches on this GPU's stage (``deploy.kernels_per_step``)."""
     activation_bytes: int = 2
     """Bytes per activation value the all-reduce moves (BF16)."""
 
@@ -87,12 +94,18 @@ def step_time(
     )
     flops = linear_flops + attention_flops
     touched = distinct_experts(costs.experts, costs.experts_per_token, tokens)
-    weights = costs.dense_weight_bytes + touched * costs.expert_bytes_per_expert
+    expert_bytes = touched * costs.expert_bytes_per_expert
+    weights = costs.dense_weight_bytes + expert_bytes
     kv = decode_sequences * decode_context * costs.kv_bytes_per_token
     bytes_read = weights + kv
-    # Two kernel families run one after the other: the GEMMs (weights, linear FLOPs) and
+    # Three kernel families run one after the other: the dense GEMMs (their weights and
+    # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
     # attention (KV, attention FLOPs); each is bound by the larger of its two times.
-    linear = max(linear_flops / peak, weights / hbm)
+    expert_flops = tokens * costs.expert_flops_per_token
+    x = eff.expert_efficiency
+    dense = max((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
+    grouped = max(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
+    linear = dense + grouped
     attend = max(attention_flops / peak, kv / hbm)
     compute = linear_flops / peak + attention_flops / peak
     memory = weights / hbm + kv / hbm
@@ -104,7 +117,12 @@ def step_time(
         if costs.link_bytes_per_s > 0:
             per_allreduce += 2 * (t - 1) / t * message / costs.link_bytes_per_s
         interconnect = 2 * costs.layers * per_allreduce
-    overhead = eff.step_overhead_s + eff.layer_overhead_s * costs.layers
+    overhead = (
+        eff.step_overhead_s
+        + eff.layer_overhead_s * costs.layers
+        + eff.kernel_overhead_s * costs.kernels
+        + eff.sequence_overhead_s * decode_sequences
+    )
     stage = linear + attend + interconnect + overhead
     total = stage * costs.pipeline_parallel  # a token passes every stage in turn
     parts: dict[StepBound, float] = {

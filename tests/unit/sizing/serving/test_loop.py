@@ -63,14 +63,16 @@ def test_a_pool_that_holds_no_request_is_refused_naming_the_field() -> None:
 
 
 def test_a_burst_of_fixed_length_requests_is_one_prefill_then_their_decode() -> None:
-    # 10 prompts of 100 tokens at once: 1,000 prompt tokens fit one step's budget (8,192 - 5),
-    # so the prefill is one 10 ms step; then 50 decode steps of 10 ms: 0.51 s for 500 tokens,
-    # 980.39 tok/s. TTFT: the first 10 wait half the prefill, 5 ms.
+    # 10 prompts of 100 tokens at once: 1,000 prompt tokens fit one step's budget (8,192), so
+    # one 10 ms step prefills them all and samples each one's first token (TTFT 10 ms); 49
+    # decode steps of 10 ms give the other 49 tokens: the run ends at 0.5 s, 500 tokens / 0.5 s
+    # = 1,000 tok/s; TPOT (0.5 - 0.01) / 49 = 10 ms.
     w = Workload(input_tokens=100, output_tokens=50, num_prompts=10)
     p = benchmark(FREE, TEN_MS, limits(), w)
-    assert p.duration_s == pytest.approx(0.51)
-    assert p.output_tokens_per_s == pytest.approx(500 / 0.51)
-    assert p.ttft_s == pytest.approx(0.005)
+    assert p.duration_s == pytest.approx(0.5)
+    assert p.output_tokens_per_s == pytest.approx(1000)
+    assert p.ttft_s == pytest.approx(0.01)
+    assert p.tpot_s == pytest.approx(0.01)
 
 
 def test_an_open_loop_below_capacity_runs_rate_x_output_x_tpot_sequences() -> None:

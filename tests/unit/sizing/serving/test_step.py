@@ -28,7 +28,8 @@ def qwen3_8b(tp: int = 1, link: float = 0.0) -> StepCosts:
         attention_flops_per_context_token=QWEN3_8B_ATTENTION / tp,
         kv_bytes_per_token=QWEN3_8B_KV_PER_TOKEN / tp,
         link_bytes_per_s=link,
-        **H100,
+        peak_flops_per_s=H100["peak_flops_per_s"],
+        hbm_bytes_per_s=H100["hbm_bytes_per_s"],
     )
 
 
@@ -105,7 +106,8 @@ def test_a_moe_step_reads_only_the_experts_its_tokens_touch() -> None:
         flops_per_token=1e9,
         attention_flops_per_context_token=0,
         kv_bytes_per_token=0,
-        **H100,
+        peak_flops_per_s=H100["peak_flops_per_s"],
+        hbm_bytes_per_s=H100["hbm_bytes_per_s"],
     )
     t = step_time(
         moe, EFF, prefill_tokens=0, prefill_context=0, decode_sequences=2, decode_context=0
