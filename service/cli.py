@@ -16,7 +16,6 @@ from typing import Any
 
 import msgspec
 
-from service.api.render import cost_text, matrix_csv, plans_csv
 from service.catalogue.errors import NotFound
 from service.offline import local_matrix, local_offload, local_plan
 from service.plans.compute import (
@@ -28,6 +27,7 @@ from service.plans.evaluate import (
     PlanRequest,
     TrainingAnswer,
 )
+from service.render.text import cost_text, matrix_csv, plans_csv
 from service.sizing.cost import CostedMatrix
 from service.sizing.errors import SizingError, require
 from service.sizing.offload import Offload

@@ -16,13 +16,6 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
-from service.api.render import (
-    matrix_csv,
-    matrix_markdown,
-    offload_markdown,
-    plan_markdown,
-    plans_csv,
-)
 from service.catalogue import lookup
 from service.catalogue.prices import gpu_prices
 from service.plans.compute import (
@@ -44,6 +37,13 @@ from service.plans.evaluate import (
 )
 from service.plans.threads import off_loop
 from service.render.svg import plan_svg
+from service.render.text import (
+    matrix_csv,
+    matrix_markdown,
+    offload_markdown,
+    plan_markdown,
+    plans_csv,
+)
 from service.sizing.cost import CostedMatrix
 from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload
