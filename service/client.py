@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import msgspec
 
-from service.api.catalogue_schemas import GpuBody, GpuPage, ModelBody, ModelPage
-from service.api.problems import Problem
-from service.plans.compute import MatrixRequest, OffloadRequest
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
+from service.schemas.catalogue import GpuBody, GpuPage, ModelBody, ModelPage
+from service.schemas.compute import MatrixRequest, OffloadRequest
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
+from service.schemas.problem import Problem
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 from service.verify.plan import VllmPlanAnswer

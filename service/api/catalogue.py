@@ -17,18 +17,7 @@ from litestar.params import JSONBody, PathParameter, QueryParameter
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.catalogue_schemas import (
-    FormatBody,
-    FormatPage,
-    GpuBody,
-    GpuPage,
-    InterconnectBody,
-    InterconnectPage,
-    ModelBody,
-    ModelImportAnswer,
-    ModelImportBody,
-    ModelPage,
-)
+from service.api.catalogue_schemas import ModelImportAnswer, ModelImportBody
 from service.api.guards import open_unless_required, require_role
 from service.api.problems import READ, WRITE, Conflict, problems
 from service.catalogue.errors import NotFound
@@ -36,6 +25,16 @@ from service.catalogue.hf_config import ImportDetails, ImportedModel, import_con
 from service.catalogue.lookup import KIND, closest, resolve, same_text_ignoring_case
 from service.catalogue.repositories import REPOSITORIES
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.schemas.catalogue import (
+    FormatBody,
+    FormatPage,
+    GpuBody,
+    GpuPage,
+    InterconnectBody,
+    InterconnectPage,
+    ModelBody,
+    ModelPage,
+)
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec, validate_model
 

@@ -18,23 +18,8 @@ from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
 from service.catalogue import lookup
 from service.catalogue.prices import gpu_prices
-from service.plans.compute import (
-    DEFAULT_MATRIX_FORMATS,
-    MAX_MATRIX_FORMATS,
-    MAX_MATRIX_GPUS,
-    MAX_MATRIX_MODELS,
-    MatrixRequest,
-    OffloadRequest,
-    answer_matrix,
-    answer_offload,
-)
-from service.plans.evaluate import (
-    PlanAnswer,
-    PlanRequest,
-    TrainingAnswer,
-    evaluate_plan,
-    resolve_formats,
-)
+from service.plans.compute import answer_matrix, answer_offload
+from service.plans.evaluate import evaluate_plan, resolve_formats
 from service.plans.threads import off_loop
 from service.render.svg import plan_svg
 from service.render.text import (
@@ -44,6 +29,15 @@ from service.render.text import (
     plan_markdown,
     plans_csv,
 )
+from service.schemas.compute import (
+    DEFAULT_MATRIX_FORMATS,
+    MAX_MATRIX_FORMATS,
+    MAX_MATRIX_GPUS,
+    MAX_MATRIX_MODELS,
+    MatrixRequest,
+    OffloadRequest,
+)
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload

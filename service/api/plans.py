@@ -37,17 +37,9 @@ from service.api.plans_schemas import (
     EditPlanBody,
     ReviewBody,
 )
-from service.api.problems import (
-    PROBLEM_JSON,
-    ClientProblem,
-    FieldError,
-    Problem,
-    problem_response,
-    problems,
-)
+from service.api.problems import PROBLEM_JSON, ClientProblem, problem_response, problems
 from service.plans import actions
 from service.plans.actions import IdempotencyMismatch
-from service.plans.evaluate import PlanAnswer
 from service.plans.records import PlanHistory, PlanPage, Recheck, SavedPlan
 from service.plans.store import Filters, InvalidCursor, PlanNotFound
 from service.plans.tables import IDEMPOTENCY_KEY_LENGTH, PRINCIPAL_LENGTH
@@ -60,6 +52,8 @@ from service.plans.workflow import (
     etag,
 )
 from service.render.svg import plan_svg
+from service.schemas.plan import PlanAnswer
+from service.schemas.problem import FieldError, Problem
 from service.sizing.errors import SizingError
 
 Session = NamedDependency[AsyncSession]

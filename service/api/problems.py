@@ -21,7 +21,6 @@ import re
 from http import HTTPStatus
 from typing import Any
 
-import msgspec
 from advanced_alchemy.exceptions import IntegrityError as RepositoryIntegrityError
 from advanced_alchemy.exceptions import RepositoryError
 from litestar import Request, Response
@@ -32,27 +31,11 @@ from sqlalchemy.exc import IntegrityError as SQLAlchemyIntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from service.catalogue.errors import NotFound
+from service.schemas.problem import FieldError, Problem
 from service.sizing.errors import SizingError
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("service.api")
-
-
-class FieldError(msgspec.Struct, frozen=True):
-    field: str
-    message: str
-
-
-class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    type: str
-    title: str
-    status: int
-    detail: str = ""
-    instance: str = ""
-    errors: list[FieldError] = []
-    suggestions: list[str] = []
-    request_id: str = ""
-    """The request's X-Request-ID (also in its response header and its log line)."""
 
 
 class Conflict(Exception):

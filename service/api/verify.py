@@ -18,9 +18,9 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.catalogue import lookup
-from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
 from service.plans.threads import off_loop
+from service.schemas.bounds import OptionalUtilisation, SlugRef, Users
 from service.sizing.engine import (
     LATEST_ERA,
     CompileCache,

@@ -20,9 +20,11 @@ from service.chatops.commands import (
     Unparsed,
     parse,
 )
-from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
-from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.plans.compute import answer_matrix
+from service.plans.evaluate import evaluate_plan, resolve_formats
 from service.plans.threads import off_loop
+from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest
+from service.schemas.plan import PlanAnswer, PlanRequest
 from service.sizing.errors import SizingError
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS
 from service.sizing.offload import offload
