@@ -25,7 +25,8 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.problems import PROBLEM_JSON, database_unavailable
+from service.api.errors import database_unavailable
+from service.api.problems import PROBLEM_JSON
 from service.db import abandon
 from service.schemas.problem import Problem
 
