@@ -29,6 +29,12 @@ from service.render.text import (
     plan_markdown,
     plans_csv,
 )
+from service.schemas.bounds import (
+    MAX_CONTEXT_TOKENS,
+    MAX_OVERHEAD_BYTES,
+    MAX_USERS,
+    SEED_OVERHEAD_BYTES,
+)
 from service.schemas.compute import (
     DEFAULT_MATRIX_FORMATS,
     MAX_MATRIX_FORMATS,
@@ -169,10 +175,12 @@ async def matrix_get(
     models: QueryModels = None,
     formats: QueryFormats = None,
     gpus: QueryGpus = None,
-    concurrency: Annotated[int, QueryParameter(ge=1, le=1_000_000)] = 8,
-    context_tokens: Annotated[int, QueryParameter(ge=1, le=100_000_000)] = 8192,
+    concurrency: Annotated[int, QueryParameter(ge=1, le=MAX_USERS)] = 8,
+    context_tokens: Annotated[int, QueryParameter(ge=1, le=MAX_CONTEXT_TOKENS)] = 8192,
     gpu_memory_utilization: Annotated[float, QueryParameter(gt=0, le=1)] = 0.9,
-    overhead_bytes_per_gpu: Annotated[int, QueryParameter(ge=0, le=10**15)] = 4_000_000_000,
+    overhead_bytes_per_gpu: Annotated[
+        int, QueryParameter(ge=0, le=MAX_OVERHEAD_BYTES)
+    ] = SEED_OVERHEAD_BYTES,
 ) -> Response[Any]:
     data = MatrixRequest(
         models=models or [],

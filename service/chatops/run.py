@@ -31,7 +31,8 @@ from service.sizing.offload import offload
 from service.sizing.plan import Workload
 from service.sizing.units import label_bytes
 
-MAX_MATRIX_FORMATS = 8
+CHAT_MATRIX_FORMATS = 8
+"""Formats a chat matrix shows (its own cap, below a /matrix request's MAX_MATRIX_FORMATS)."""
 
 
 async def _names(session: AsyncSession) -> dict[str, str]:
@@ -78,7 +79,7 @@ async def _plan(
 
 async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage:
     model = await lookup.model_spec(session, c.model)
-    slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
+    slugs = c.formats[:CHAT_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
     request = MatrixRequest(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)

@@ -15,6 +15,7 @@ from service.schemas.bounds import (
     Utilisation,
 )
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
+from service.sizing.models import MAX_SAFE_INT
 from service.sizing.offload import OffloadMechanism
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
@@ -49,7 +50,7 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu_count: Annotated[int, Meta(ge=1, le=1024)] = 1
     weight_format: SlugRef = "bf16"
     kv_format: SlugRef | None = None
-    resident_bytes: Annotated[int, Meta(ge=0, le=2**53)] | None = None
+    resident_bytes: Annotated[int, Meta(ge=0, le=MAX_SAFE_INT)] | None = None
     """At most the weights' size (checked by the core, a 422 naming it)."""
     link: SlugRef | None = None
     batch_size: Annotated[int, Meta(ge=1, le=100_000)] = 1
