@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[server,dev]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -17,6 +17,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/pytest

@@ -17,6 +17,7 @@ from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.docs import assets_router, render_plugins
+from service.api.errors import PROBLEM_DETAILS
 from service.api.guards import KeyVerifier
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
@@ -28,7 +29,6 @@ from service.api.openapi import (
 )
 from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
-from service.api.problems import EXCEPTION_HANDLERS
 from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
@@ -95,8 +95,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             *web_handlers,  # the browser page: static files, outside the API router
             assets_router(),  # the /schema docs pages' scripts and styles, offline
         ],
-        plugins=[SQLAlchemyPlugin(config=db_config)],
-        exception_handlers=EXCEPTION_HANDLERS,
+        plugins=[SQLAlchemyPlugin(config=db_config), PROBLEM_DETAILS],
         request_max_body_size=settings.max_request_body_bytes,
         logging_config=None,  # configure_logging owns the root logger: JSON lines only
         state=State(

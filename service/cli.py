@@ -16,18 +16,11 @@ from typing import Any
 
 import msgspec
 
-from service.api.render import cost_text, matrix_csv, plans_csv
 from service.catalogue.errors import NotFound
 from service.offline import local_matrix, local_offload, local_plan
-from service.plans.compute import (
-    MatrixRequest,
-    OffloadRequest,
-)
-from service.plans.evaluate import (
-    PlanAnswer,
-    PlanRequest,
-    TrainingAnswer,
-)
+from service.render.text import cost_text, matrix_csv, plans_csv
+from service.schemas.compute import MatrixRequest, OffloadRequest
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.errors import SizingError, require
 from service.sizing.offload import Offload

@@ -10,6 +10,11 @@ HTTP date), or a short backoff without one; a Retry-After longer than ``max_retr
 waited for: the error is raised at once. Every other error answer raises a ``PlannerError``
 subclass carrying the RFC 9457 problem (``.problem.errors`` names the fields,
 ``.problem.suggestions`` the closest slugs).
+
+A plain ``pip install gpu-capacity-planner`` is this client: httpx and msgspec, nothing of the
+server's (that is the ``server`` extra). It imports the bodies from service.schemas and the
+sizing core's answer Structs, both pure msgspec (the import contracts in pyproject.toml and
+tests/client/test_packaging.py hold it to that).
 """
 
 import asyncio
@@ -21,10 +26,10 @@ from typing import Any
 import httpx
 import msgspec
 
-from service.api.catalogue_schemas import GpuBody, GpuPage, ModelBody, ModelPage
-from service.api.problems import Problem
-from service.plans.compute import MatrixRequest, OffloadRequest
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
+from service.schemas.catalogue import GpuBody, GpuPage, ModelBody, ModelPage
+from service.schemas.compute import MatrixRequest, OffloadRequest
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
+from service.schemas.problem import Problem
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 from service.sizing.vllm.plan import VllmPlanAnswer

@@ -11,21 +11,10 @@ from typing import Any, TypeVar
 from service.catalogue.cache import snapshot_of
 from service.catalogue.convert import gpu_price_of
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.plans.compute import (
-    DEFAULT_MATRIX_FORMATS,
-    MatrixRequest,
-    OffloadRequest,
-    answer_matrix,
-    answer_offload,
-)
-from service.plans.evaluate import (
-    PlanAnswer,
-    PlanRequest,
-    TrainingAnswer,
-    answer_plan,
-    model_from_config,
-    weight_format_of,
-)
+from service.plans.compute import answer_matrix, answer_offload
+from service.plans.evaluate import answer_plan, model_from_config, weight_format_of
+from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, OffloadRequest
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format

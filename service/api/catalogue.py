@@ -4,20 +4,33 @@ Reads: list (filters, limit/offset) and get by slug or unambiguous alias. Writes
 replace (the slug in the body must equal the path's: slugs are stable once published), delete.
 A write runs in the request's transaction, which commits only on a 2xx answer, so a failed
 write leaves nothing behind.
+
+One CRUD serves the four kinds (``controller``, from a ``Kind``: its table, body, the checks a
+write passes, service.catalogue.checks); only the lists, whose filters differ, are per kind.
 """
 
-import datetime
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import msgspec
 from advanced_alchemy.filters import LimitOffset
 from litestar import Controller, delete, get, post, put
 from litestar.di import NamedDependency
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import JSONBody, PathParameter, QueryParameter
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.catalogue_schemas import (
+from service.api.catalogue_schemas import ModelImportAnswer, ModelImportBody
+from service.api.guards import open_unless_required, require_role
+from service.api.problems import READ, WRITE, Conflict, problems
+from service.catalogue.checks import check_format, check_gpu, check_model
+from service.catalogue.errors import NotFound
+from service.catalogue.hf_config import ImportDetails, ImportedModel, import_config
+from service.catalogue.lookup import KIND, closest, resolve, same_text_ignoring_case
+from service.catalogue.repositories import REPOSITORIES
+from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.schemas.catalogue import (
     FormatBody,
     FormatPage,
     GpuBody,
@@ -25,19 +38,10 @@ from service.api.catalogue_schemas import (
     InterconnectBody,
     InterconnectPage,
     ModelBody,
-    ModelImportAnswer,
-    ModelImportBody,
     ModelPage,
 )
-from service.api.guards import open_unless_required, require_role
-from service.api.problems import READ, WRITE, Conflict, problems
-from service.catalogue.errors import NotFound
-from service.catalogue.hf_config import ImportDetails, ImportedModel, import_config
-from service.catalogue.lookup import KIND, closest, resolve, same_text_ignoring_case
-from service.catalogue.repositories import REPOSITORIES
-from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.sizing.errors import SizingError, require
-from service.sizing.models import ModelSpec, validate_model
+from service.sizing.errors import require
+from service.sizing.models import MAX_SAFE_INT
 
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 Body = TypeVar("Body", GpuBody, InterconnectBody, ModelBody, FormatBody)
@@ -51,7 +55,7 @@ Limit = Annotated[int, QueryParameter(ge=1, le=500, description="Rows per page")
 Offset = Annotated[int, QueryParameter(ge=0, le=2**31 - 1, description="Rows to skip")]
 QueryText = Annotated[str | None, QueryParameter(max_length=200, pattern=r"^[^\x00]*$")]
 # Not nullable: Litestar drops the lower bound of a nullable number from the spec.
-QueryBytes = Annotated[int, QueryParameter(ge=0, le=2**53)]
+QueryBytes = Annotated[int, QueryParameter(ge=0, le=MAX_SAFE_INT)]
 QueryBool = Annotated[bool | None, QueryParameter()]
 
 TAGS = ["catalogue"]
@@ -115,30 +119,6 @@ async def _delete(session: AsyncSession, table: type[Row], slug: str) -> None:
     await session.flush()
 
 
-def _check_prices(data: GpuBody) -> None:
-    """Prices are dated by a real day and need a currency; else 422 (the schema bounds them)."""
-    for name in ("hourly_price_cents", "purchase_price_cents"):
-        value = getattr(data, name)
-        require(value is None or data.currency is not None, "currency", f"{name} needs one")
-    if data.price_observed_on is not None:
-        try:
-            datetime.date.fromisoformat(data.price_observed_on)
-        except ValueError:
-            raise SizingError("price_observed_on", "must be a calendar date, YYYY-MM-DD") from None
-
-
-async def _check_links(session: AsyncSession, data: GpuBody) -> GpuBody:
-    """Link slugs must name interconnects (aliases resolve to the slug); else 422."""
-    _check_prices(data)
-    changes = {}
-    for field in ("nvlink", "host_link"):
-        value = getattr(data, field)
-        if value is not None:
-            row = await resolve(session, Interconnect, value, field, status=422)
-            changes[field] = row.slug
-    return msgspec.structs.replace(data, **changes)
-
-
 def _imported_body(data: ModelImportBody, imported: ImportedModel) -> ModelBody:
     spec = imported.spec
     fields = {
@@ -164,281 +144,226 @@ def _imported_body(data: ModelImportBody, imported: ImportedModel) -> ModelBody:
     )
 
 
-def _check_model(data: ModelBody) -> ModelBody:
-    if data.active_params == 0:
-        data = msgspec.structs.replace(data, active_params=data.total_params)  # dense
-    spec_fields = {
-        k: v for k, v in msgspec.structs.asdict(data).items() if k in ModelSpec.__struct_fields__
-    }
-    spec_fields["layer_types"] = tuple(data.layer_types)
-    spec_fields["rope_cache_rows"] = tuple(data.rope_cache_rows)
-    try:
-        validate_model(ModelSpec(**spec_fields), field="body")
-    except SizingError as exc:
-        raise SizingError(exc.field.removeprefix("body."), exc.message) from None
-    require(
-        data.active_params_incl_embedding <= data.total_params,
-        "active_params_incl_embedding",
-        "cannot exceed total_params",
-    )
+# One CRUD for the four kinds: get, add, replace and delete are the same on every table; what
+# differs is said by a Kind (the checks a write passes, what a delete must not break). The
+# lists differ in their filters and are written out per kind below.
+
+
+class Kind(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    """Singular, as the handlers are named (get_gpu, create_gpu, ...: the operation ids)."""
+    path: str
+    table: type[Any]
+    body: type[Any]
+    noun: str
+    """With its article, as the summaries say it: "a GPU", "an interconnect"."""
+    check: Callable[[AsyncSession, Any], Awaitable[Any]]
+    """The body as it is stored, after the checks the schema cannot state (a 422 names the
+    field)."""
+    before_delete: Callable[[AsyncSession, str], Awaitable[None]] | None = None
+    delete_summary: str = ""
+
+
+def _named(kind: Kind, verb: str, fn: Any, **annotations: Any) -> Any:
+    """``fn`` as the handler of that name in the kind's controller (its operation id)."""
+    fn.__name__ = f"{verb}_{kind.name}"
+    fn.__qualname__ = f"{kind.name.title()}Controller.{fn.__name__}"
+    fn.__annotations__.update(annotations)
+    return fn
+
+
+def _crud(kind: Kind) -> dict[str, Any]:
+    """The get, create, replace and delete handlers of ``kind``."""
+
+    async def get_one(self: Controller, db_session: Session, slug: SlugPath) -> Any:
+        return _answer(await resolve(db_session, kind.table, slug, "slug"), kind.body)
+
+    async def create(self: Controller, db_session: Session, data: Any) -> Any:
+        row = await _create(db_session, kind.table, await kind.check(db_session, data))
+        return _answer(row, kind.body)
+
+    async def replace(self: Controller, db_session: Session, slug: SlugPath, data: Any) -> Any:
+        row = await _replace(db_session, kind.table, slug, await kind.check(db_session, data))
+        return _answer(row, kind.body)
+
+    async def remove(self: Controller, db_session: Session, slug: SlugPath) -> None:
+        if kind.before_delete is not None:
+            await kind.before_delete(db_session, slug)
+        await _delete(db_session, kind.table, slug)
+
+    body = JSONBody[kind.body]  # type: ignore[name-defined]
+    returns = {"return": kind.body}
+    handlers = [
+        get("/{slug:str}", guards=READERS, responses=problems(*READ), summary=f"Get {kind.noun}")(
+            _named(kind, "get", get_one, **returns)
+        ),
+        post(
+            "/",
+            guards=ADMINS,
+            security=SECURITY,
+            responses=problems(*WRITE),
+            summary=f"Add {kind.noun}",
+        )(_named(kind, "create", create, data=body, **returns)),
+        put(
+            "/{slug:str}",
+            guards=ADMINS,
+            security=SECURITY,
+            responses=problems(*WRITE),
+            summary=f"Replace {kind.noun}",
+        )(_named(kind, "replace", replace, data=body, **returns)),
+        delete(
+            "/{slug:str}",
+            guards=ADMINS,
+            security=SECURITY,
+            responses=problems(*WRITE),
+            summary=kind.delete_summary or f"Delete {kind.noun}",
+        )(_named(kind, "delete", remove)),
+    ]
+    return {h.handler_name: h for h in handlers}
+
+
+def controller(kind: Kind, *more: HTTPRouteHandler) -> type[Controller]:
+    """The kind's controller: its list (and any other handlers in ``more``) and the CRUD."""
+    handlers = {h.handler_name: h for h in more}
+    attrs = {"path": kind.path, "tags": TAGS, **_crud(kind), **handlers}
+    return type(f"{kind.name.title()}Controller", (Controller,), attrs)
+
+
+async def _as_given(session: AsyncSession, data: Any) -> Any:
     return data
 
 
-def _check_format(data: FormatBody) -> FormatBody:
-    if not data.block_size:
-        for name in ("scale_bits", "zero_point_bits", "super_block_size", "super_scale_bits"):
-            require(getattr(data, name) == 0, name, "needs a block_size (values sharing a scale)")
-    require(
-        bool(data.super_block_size) == bool(data.super_scale_bits),
-        "super_scale_bits",
-        "super_block_size and super_scale_bits go together",
-    )
-    return data
-
-
-class GpuController(Controller):
-    path = "/gpus"
-    tags = TAGS
-
-    @get("/", guards=READERS, responses=problems(*READ), summary="List GPUs")
-    async def list_gpus(
-        self,
-        db_session: Session,
-        vendor: QueryText = None,
-        fp8: QueryBool = None,
-        fp4: QueryBool = None,
-        min_memory_bytes: QueryBytes = 0,
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> GpuPage:
-        where: list[ColumnElement[bool]] = []
-        if vendor is not None:
-            where.append(same_text_ignoring_case(Gpu.vendor, vendor))
-        if fp8 is not None:
-            where.append(Gpu.fp8.is_(fp8))
-        if fp4 is not None:
-            where.append(Gpu.fp4.is_(fp4))
-        if min_memory_bytes:
-            where.append(Gpu.memory_bytes >= min_memory_bytes)
-        return await _page(db_session, Gpu, GpuBody, GpuPage, limit, offset, where)
-
-    @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a GPU")
-    async def get_gpu(self, db_session: Session, slug: SlugPath) -> GpuBody:
-        return _answer(await resolve(db_session, Gpu, slug, "slug"), GpuBody)
-
-    @post("/", guards=ADMINS, security=SECURITY, responses=problems(*WRITE), summary="Add a GPU")
-    async def create_gpu(self, db_session: Session, data: JSONBody[GpuBody]) -> GpuBody:
-        row = await _create(db_session, Gpu, await _check_links(db_session, data))
-        return _answer(row, GpuBody)
-
-    @put(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Replace a GPU",
-    )
-    async def replace_gpu(
-        self, db_session: Session, slug: SlugPath, data: JSONBody[GpuBody]
-    ) -> GpuBody:
-        row = await _replace(db_session, Gpu, slug, await _check_links(db_session, data))
-        return _answer(row, GpuBody)
-
-    @delete(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Delete a GPU",
-    )
-    async def delete_gpu(self, db_session: Session, slug: SlugPath) -> None:
-        await _delete(db_session, Gpu, slug)
-
-
-class InterconnectController(Controller):
-    path = "/interconnects"
-    tags = TAGS
-
-    @get("/", guards=READERS, responses=problems(*READ), summary="List interconnects")
-    async def list_interconnects(
-        self,
-        db_session: Session,
-        kind: QueryText = None,
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> InterconnectPage:
-        where = [Interconnect.kind == kind] if kind is not None else []
-        return await _page(
-            db_session, Interconnect, InterconnectBody, InterconnectPage, limit, offset, where
+async def _unused_interconnect(session: AsyncSession, slug: str) -> None:
+    users = (
+        await session.scalars(
+            select(Gpu.slug).where((Gpu.nvlink == slug) | (Gpu.host_link == slug))
         )
+    ).all()
+    if users:
+        raise Conflict("slug", f"interconnect {slug!r} is used by {', '.join(users)}")
 
-    @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get an interconnect")
-    async def get_interconnect(self, db_session: Session, slug: SlugPath) -> InterconnectBody:
-        return _answer(await resolve(db_session, Interconnect, slug, "slug"), InterconnectBody)
 
-    @post(
-        "/",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Add an interconnect",
+async def _checked_model(session: AsyncSession, data: ModelBody) -> ModelBody:
+    return check_model(data)
+
+
+async def _checked_format(session: AsyncSession, data: FormatBody) -> FormatBody:
+    return check_format(data)
+
+
+@get("/", guards=READERS, responses=problems(*READ), summary="List GPUs")
+async def list_gpus(
+    self: Controller,
+    db_session: Session,
+    vendor: QueryText = None,
+    fp8: QueryBool = None,
+    fp4: QueryBool = None,
+    min_memory_bytes: QueryBytes = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> GpuPage:
+    where: list[ColumnElement[bool]] = []
+    if vendor is not None:
+        where.append(same_text_ignoring_case(Gpu.vendor, vendor))
+    if fp8 is not None:
+        where.append(Gpu.fp8.is_(fp8))
+    if fp4 is not None:
+        where.append(Gpu.fp4.is_(fp4))
+    if min_memory_bytes:
+        where.append(Gpu.memory_bytes >= min_memory_bytes)
+    return await _page(db_session, Gpu, GpuBody, GpuPage, limit, offset, where)
+
+
+@get("/", guards=READERS, responses=problems(*READ), summary="List interconnects")
+async def list_interconnects(
+    self: Controller,
+    db_session: Session,
+    kind: QueryText = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> InterconnectPage:
+    where = [Interconnect.kind == kind] if kind is not None else []
+    return await _page(
+        db_session, Interconnect, InterconnectBody, InterconnectPage, limit, offset, where
     )
-    async def create_interconnect(
-        self, db_session: Session, data: JSONBody[InterconnectBody]
-    ) -> InterconnectBody:
-        return _answer(await _create(db_session, Interconnect, data), InterconnectBody)
-
-    @put(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Replace an interconnect",
-    )
-    async def replace_interconnect(
-        self, db_session: Session, slug: SlugPath, data: JSONBody[InterconnectBody]
-    ) -> InterconnectBody:
-        return _answer(await _replace(db_session, Interconnect, slug, data), InterconnectBody)
-
-    @delete(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Delete an interconnect (409 while a GPU uses it)",
-    )
-    async def delete_interconnect(self, db_session: Session, slug: SlugPath) -> None:
-        users = (
-            await db_session.scalars(
-                select(Gpu.slug).where((Gpu.nvlink == slug) | (Gpu.host_link == slug))
-            )
-        ).all()
-        if users:
-            raise Conflict("slug", f"interconnect {slug!r} is used by {', '.join(users)}")
-        await _delete(db_session, Interconnect, slug)
 
 
-class ModelController(Controller):
-    path = "/models"
-    tags = TAGS
-
-    @get("/", guards=READERS, responses=problems(*READ), summary="List models")
-    async def list_models(
-        self,
-        db_session: Session,
-        moe: QueryBool = None,
-        max_total_params: QueryBytes = 2**53,
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> ModelPage:
-        where: list[ColumnElement[bool]] = []
-        if moe is not None:
-            where.append(Model.experts > 1 if moe else Model.experts <= 1)
-        if max_total_params < 2**53:
-            where.append(Model.total_params <= max_total_params)
-        return await _page(db_session, Model, ModelBody, ModelPage, limit, offset, where)
-
-    @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a model")
-    async def get_model(self, db_session: Session, slug: SlugPath) -> ModelBody:
-        return _answer(await resolve(db_session, Model, slug, "slug"), ModelBody)
-
-    @post("/", guards=ADMINS, security=SECURITY, responses=problems(*WRITE), summary="Add a model")
-    async def create_model(self, db_session: Session, data: JSONBody[ModelBody]) -> ModelBody:
-        return _answer(await _create(db_session, Model, _check_model(data)), ModelBody)
-
-    @post(
-        "/import",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Add a model from its Hugging Face config.json (offline, exact counts)",
-    )
-    async def import_model(
-        self, db_session: Session, data: JSONBody[ModelImportBody]
-    ) -> ModelImportAnswer:
-        imported = import_config(data.config_json, data.slug, data.index_json)
-        row = await _create(db_session, Model, _check_model(_imported_body(data, imported)))
-        details = {f: getattr(imported, f) for f in ImportDetails.__struct_fields__}
-        return ModelImportAnswer(model=_answer(row, ModelBody), **details)
-
-    @put(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Replace a model",
-    )
-    async def replace_model(
-        self, db_session: Session, slug: SlugPath, data: JSONBody[ModelBody]
-    ) -> ModelBody:
-        return _answer(await _replace(db_session, Model, slug, _check_model(data)), ModelBody)
-
-    @delete(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Delete a model",
-    )
-    async def delete_model(self, db_session: Session, slug: SlugPath) -> None:
-        await _delete(db_session, Model, slug)
+@get("/", guards=READERS, responses=problems(*READ), summary="List models")
+async def list_models(
+    self: Controller,
+    db_session: Session,
+    moe: QueryBool = None,
+    max_total_params: QueryBytes = MAX_SAFE_INT,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> ModelPage:
+    where: list[ColumnElement[bool]] = []
+    if moe is not None:
+        where.append(Model.experts > 1 if moe else Model.experts <= 1)
+    if max_total_params < MAX_SAFE_INT:
+        where.append(Model.total_params <= max_total_params)
+    return await _page(db_session, Model, ModelBody, ModelPage, limit, offset, where)
 
 
-class FormatController(Controller):
-    path = "/formats"
-    tags = TAGS
-
-    @get("/", guards=READERS, responses=problems(*READ), summary="List number formats")
-    async def list_formats(
-        self,
-        db_session: Session,
-        needs: QueryText = None,
-        kv_capable: QueryBool = None,
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> FormatPage:
-        where: list[ColumnElement[bool]] = []
-        if needs is not None:
-            where.append(Format.needs == needs)
-        if kv_capable is not None:
-            where.append(Format.kv_capable.is_(kv_capable))
-        return await _page(db_session, Format, FormatBody, FormatPage, limit, offset, where)
-
-    @get("/{slug:str}", guards=READERS, responses=problems(*READ), summary="Get a number format")
-    async def get_format(self, db_session: Session, slug: SlugPath) -> FormatBody:
-        return _answer(await resolve(db_session, Format, slug, "slug"), FormatBody)
-
-    @post(
-        "/",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Add a number format",
-    )
-    async def create_format(self, db_session: Session, data: JSONBody[FormatBody]) -> FormatBody:
-        return _answer(await _create(db_session, Format, _check_format(data)), FormatBody)
-
-    @put(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Replace a number format",
-    )
-    async def replace_format(
-        self, db_session: Session, slug: SlugPath, data: JSONBody[FormatBody]
-    ) -> FormatBody:
-        return _answer(await _replace(db_session, Format, slug, _check_format(data)), FormatBody)
-
-    @delete(
-        "/{slug:str}",
-        guards=ADMINS,
-        security=SECURITY,
-        responses=problems(*WRITE),
-        summary="Delete a number format",
-    )
-    async def delete_format(self, db_session: Session, slug: SlugPath) -> None:
-        await _delete(db_session, Format, slug)
+@post(
+    "/import",
+    guards=ADMINS,
+    security=SECURITY,
+    responses=problems(*WRITE),
+    summary="Add a model from its Hugging Face config.json (offline, exact counts)",
+)
+async def import_model(
+    self: Controller, db_session: Session, data: JSONBody[ModelImportBody]
+) -> ModelImportAnswer:
+    imported = import_config(data.config_json, data.slug, data.index_json)
+    row = await _create(db_session, Model, check_model(_imported_body(data, imported)))
+    details = {f: getattr(imported, f) for f in ImportDetails.__struct_fields__}
+    return ModelImportAnswer(model=_answer(row, ModelBody), **details)
 
 
-catalogue_handlers = [GpuController, InterconnectController, ModelController, FormatController]
+@get("/", guards=READERS, responses=problems(*READ), summary="List number formats")
+async def list_formats(
+    self: Controller,
+    db_session: Session,
+    needs: QueryText = None,
+    kv_capable: QueryBool = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> FormatPage:
+    where: list[ColumnElement[bool]] = []
+    if needs is not None:
+        where.append(Format.needs == needs)
+    if kv_capable is not None:
+        where.append(Format.kv_capable.is_(kv_capable))
+    return await _page(db_session, Format, FormatBody, FormatPage, limit, offset, where)
+
+
+GPUS = Kind(name="gpu", path="/gpus", table=Gpu, body=GpuBody, noun="a GPU", check=check_gpu)
+INTERCONNECTS = Kind(
+    name="interconnect",
+    path="/interconnects",
+    table=Interconnect,
+    body=InterconnectBody,
+    noun="an interconnect",
+    check=_as_given,
+    before_delete=_unused_interconnect,
+    delete_summary="Delete an interconnect (409 while a GPU uses it)",
+)
+MODELS = Kind(
+    name="model", path="/models", table=Model, body=ModelBody, noun="a model", check=_checked_model
+)
+FORMATS = Kind(
+    name="format",
+    path="/formats",
+    table=Format,
+    body=FormatBody,
+    noun="a number format",
+    check=_checked_format,
+)
+
+catalogue_handlers = [
+    controller(GPUS, list_gpus),
+    controller(INTERCONNECTS, list_interconnects),
+    controller(MODELS, list_models, import_model),
+    controller(FORMATS, list_formats),
+]

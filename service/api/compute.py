@@ -16,34 +16,34 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
-from service.api.render import (
+from service.catalogue import lookup
+from service.catalogue.prices import gpu_prices
+from service.plans.compute import answer_matrix, answer_offload
+from service.plans.evaluate import evaluate_plan, resolve_formats
+from service.plans.threads import off_loop
+from service.render.svg import plan_svg
+from service.render.text import (
     matrix_csv,
     matrix_markdown,
     offload_markdown,
     plan_markdown,
     plans_csv,
 )
-from service.catalogue import lookup
-from service.catalogue.prices import gpu_prices
-from service.plans.compute import (
+from service.schemas.bounds import (
+    MAX_CONTEXT_TOKENS,
+    MAX_OVERHEAD_BYTES,
+    MAX_USERS,
+    SEED_OVERHEAD_BYTES,
+)
+from service.schemas.compute import (
     DEFAULT_MATRIX_FORMATS,
     MAX_MATRIX_FORMATS,
     MAX_MATRIX_GPUS,
     MAX_MATRIX_MODELS,
     MatrixRequest,
     OffloadRequest,
-    answer_matrix,
-    answer_offload,
 )
-from service.plans.evaluate import (
-    PlanAnswer,
-    PlanRequest,
-    TrainingAnswer,
-    evaluate_plan,
-    resolve_formats,
-)
-from service.plans.threads import off_loop
-from service.render.svg import plan_svg
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload
@@ -175,10 +175,12 @@ async def matrix_get(
     models: QueryModels = None,
     formats: QueryFormats = None,
     gpus: QueryGpus = None,
-    concurrency: Annotated[int, QueryParameter(ge=1, le=1_000_000)] = 8,
-    context_tokens: Annotated[int, QueryParameter(ge=1, le=100_000_000)] = 8192,
+    concurrency: Annotated[int, QueryParameter(ge=1, le=MAX_USERS)] = 8,
+    context_tokens: Annotated[int, QueryParameter(ge=1, le=MAX_CONTEXT_TOKENS)] = 8192,
     gpu_memory_utilization: Annotated[float, QueryParameter(gt=0, le=1)] = 0.9,
-    overhead_bytes_per_gpu: Annotated[int, QueryParameter(ge=0, le=10**15)] = 4_000_000_000,
+    overhead_bytes_per_gpu: Annotated[
+        int, QueryParameter(ge=0, le=MAX_OVERHEAD_BYTES)
+    ] = SEED_OVERHEAD_BYTES,
 ) -> Response[Any]:
     data = MatrixRequest(
         models=models or [],

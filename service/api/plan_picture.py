@@ -16,8 +16,9 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.compute import COMPUTE_ERRORS, OPEN, Session, plan_response
 from service.api.negotiation import SERVED_AS, SVG
 from service.api.problems import ClientProblem
-from service.plans.bounds import SEED_OVERHEAD_BYTES
-from service.plans.evaluate import PlanRequest, evaluate_plan
+from service.plans.evaluate import evaluate_plan
+from service.schemas.bounds import SEED_OVERHEAD_BYTES
+from service.schemas.plan import PlanRequest
 from service.sizing.cost import RankBy
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.workload import MAX_GPU_COUNT, MAX_SPLITS

@@ -37,29 +37,18 @@ from service.api.plans_schemas import (
     EditPlanBody,
     ReviewBody,
 )
-from service.api.problems import (
-    PROBLEM_JSON,
-    ClientProblem,
-    FieldError,
-    Problem,
-    problem_response,
-    problems,
-)
+from service.api.problems import PROBLEM_JSON, ClientProblem, problems
 from service.plans import actions
-from service.plans.actions import IdempotencyMismatch
-from service.plans.evaluate import PlanAnswer
 from service.plans.records import PlanHistory, PlanPage, Recheck, SavedPlan
-from service.plans.store import Filters, InvalidCursor, PlanNotFound
+from service.plans.store import Filters
 from service.plans.tables import IDEMPOTENCY_KEY_LENGTH, PRINCIPAL_LENGTH
 from service.plans.workflow import (
-    IllegalTransition,
-    NotPermitted,
-    PreconditionFailed,
-    PreconditionRequired,
     Status,
     etag,
 )
 from service.render.svg import plan_svg
+from service.schemas.plan import PlanAnswer
+from service.schemas.problem import Problem
 from service.sizing.errors import SizingError
 
 Session = NamedDependency[AsyncSession]
@@ -167,72 +156,6 @@ def _picture(plan: SavedPlan) -> Response[Any]:
     )
 
 
-def _not_found(request: AnyRequest, exc: PlanNotFound) -> Response[Any]:
-    return problem_response(
-        request,
-        404,
-        exc.message,
-        type_="urn:gpu-planner:unknown-plan",
-        errors=[FieldError("plan_id", exc.message)],
-    )
-
-
-def _illegal(request: AnyRequest, exc: IllegalTransition) -> Response[Any]:
-    return problem_response(
-        request,
-        409,
-        exc.message,
-        type_="urn:gpu-planner:illegal-transition",
-        errors=[FieldError("status", f"the plan is {exc.current}")],
-    )
-
-
-def _not_permitted(request: AnyRequest, exc: NotPermitted) -> Response[Any]:
-    return problem_response(request, 403, exc.message, type_=exc.type_)
-
-
-def _required(request: AnyRequest, exc: PreconditionRequired) -> Response[Any]:
-    return problem_response(
-        request,
-        428,
-        exc.message,
-        type_="urn:gpu-planner:if-match-required",
-        errors=[FieldError("If-Match", "missing")],
-    )
-
-
-def _failed(request: AnyRequest, exc: PreconditionFailed) -> Response[Any]:
-    return problem_response(
-        request,
-        412,
-        exc.message,
-        type_="urn:gpu-planner:stale-version",
-        errors=[FieldError("If-Match", f"the current version is {exc.current_version}")],
-    )
-
-
-def _mismatch(request: AnyRequest, exc: IdempotencyMismatch) -> Response[Any]:
-    return problem_response(
-        request,
-        422,
-        exc.message,
-        type_="urn:gpu-planner:idempotency-key-reused",
-        errors=[FieldError("Idempotency-Key", exc.message)],
-    )
-
-
-def _bad_cursor(request: AnyRequest, exc: InvalidCursor) -> Response[Any]:
-    # 422, not 400: the spec can only say "url-safe base64, at most 200 characters", so a
-    # cursor that matches it parses (the contract test holds a schema-valid value to that).
-    return problem_response(
-        request,
-        422,
-        exc.message,
-        type_="urn:gpu-planner:invalid-input",
-        errors=[FieldError(exc.field, exc.message)],
-    )
-
-
 def _utc(field: str, moment: datetime.datetime | None) -> datetime.datetime | None:
     if moment is None:
         return None
@@ -251,15 +174,6 @@ class PlansController(Controller):
     path = "/plans"
     tags = ["plans"]  # noqa: RUF012
     security = [{"bearer": []}]  # noqa: RUF012
-    exception_handlers = {  # noqa: RUF012  (Litestar reads it as a class attribute)
-        PlanNotFound: _not_found,
-        IllegalTransition: _illegal,
-        NotPermitted: _not_permitted,
-        PreconditionRequired: _required,
-        PreconditionFailed: _failed,
-        IdempotencyMismatch: _mismatch,
-        InvalidCursor: _bad_cursor,
-    }
 
     @post(
         "/",

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from service.api.render import plan_markdown
-from service.plans.evaluate import PlanAnswer, TrainingAnswer
 from service.plans.records import PlanEvent, PlanSummary, SavedPlan
+from service.render.text import plan_markdown
+from service.schemas.plan import PlanAnswer, TrainingAnswer
 from service.sizing.units import to_gb, to_gib
 
 TRAINING_ONLY = frozenset({"recipe", "zero_stage", "activation_fraction"})

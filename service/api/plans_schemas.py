@@ -5,9 +5,9 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from service.plans.evaluate import PlanRequest
 from service.plans.tables import NAME_LENGTH
 from service.plans.workflow import Decision
+from service.schemas.plan import PlanRequest
 
 NOTES_LENGTH = 20_000
 COMMENT_LENGTH = 20_000

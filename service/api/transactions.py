@@ -25,8 +25,10 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.problems import PROBLEM_JSON, Problem, database_unavailable
+from service.api.errors import database_unavailable
+from service.api.problems import PROBLEM_JSON
 from service.db import abandon
+from service.schemas.problem import Problem
 
 log = logging.getLogger("service.api")
 UNBOUNDED_PATHS = frozenset({"/healthz", "/metrics"})

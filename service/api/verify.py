@@ -18,12 +18,11 @@ from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.catalogue import lookup
-from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
 from service.plans.threads import off_loop
+from service.schemas.bounds import OptionalUtilisation, SlugRef, Users
 from service.sizing.vllm.config import (
     CompileCache,
-    EngineConfig,
     KvCacheDtype,
     ModelRunner,
     Quantization,
@@ -37,6 +36,7 @@ from service.sizing.vllm.flags import (
     TensorParallel,
 )
 from service.sizing.vllm.lora import LoraRank
+from service.sizing.vllm.plan import engine_config_of
 from service.sizing.vllm.releases import LATEST_ERA, EngineEra
 from service.verify.compare import VerifyAnswer, compare
 from service.verify.startup_log import parse_startup_log
@@ -96,23 +96,9 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
     parsed = await off_loop(parse_startup_log, data.log, data.nvidia_smi)
     model = await resolve_model(db_session, data.model, None)
     gpu = await lookup.gpu_spec(db_session, data.gpu)
-    base = EngineConfig(
-        tensor_parallel_size=data.tensor_parallel_size,
-        max_model_len=data.max_model_len,
-        gpu_memory_utilization=data.gpu_memory_utilization,
-        kv_cache_dtype=data.kv_cache_dtype,
-        block_size=data.block_size,
-        max_num_batched_tokens=data.max_num_batched_tokens,
-        max_num_seqs=data.max_num_seqs,
-        era=LATEST_ERA,
-        int4_group_size=data.int4_group_size,
-        compile_cache=data.compile_cache,
-        model_runner=data.model_runner,
-        enable_lora=data.enable_lora,
-        max_loras=data.max_loras,
-        max_lora_rank=data.max_lora_rank,
-        lora_embeddings=data.lora_embeddings,
-    )
+    # The request's flags by their names; its quantization (none: what the log echoes) is
+    # compare's to resolve against the log.
+    base = engine_config_of(data, era=LATEST_ERA, quantization=data.quantization or "none")
     return await off_loop(
         compare,
         model,

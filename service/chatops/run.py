@@ -20,16 +20,19 @@ from service.chatops.commands import (
     Unparsed,
     parse,
 )
-from service.plans.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, answer_matrix
-from service.plans.evaluate import PlanAnswer, PlanRequest, evaluate_plan, resolve_formats
+from service.plans.compute import answer_matrix
+from service.plans.evaluate import evaluate_plan, resolve_formats
 from service.plans.threads import off_loop
+from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest
+from service.schemas.plan import PlanAnswer, PlanRequest
 from service.sizing.errors import SizingError
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS
 from service.sizing.offload import offload
 from service.sizing.plan import Workload
 from service.sizing.units import label_bytes
 
-MAX_MATRIX_FORMATS = 8
+CHAT_MATRIX_FORMATS = 8
+"""Formats a chat matrix shows (its own cap, below a /matrix request's MAX_MATRIX_FORMATS)."""
 
 
 async def _names(session: AsyncSession) -> dict[str, str]:
@@ -76,7 +79,7 @@ async def _plan(
 
 async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage:
     model = await lookup.model_spec(session, c.model)
-    slugs = c.formats[:MAX_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
+    slugs = c.formats[:CHAT_MATRIX_FORMATS] or DEFAULT_MATRIX_FORMATS
     formats = [await lookup.number_format(session, s, "format") for s in slugs]
     gpus = await lookup.all_gpu_specs(session)
     request = MatrixRequest(capacity_basis=c.capacity_basis or DEFAULT_CAPACITY_BASIS)

@@ -9,9 +9,9 @@ from typing import Literal
 
 import msgspec
 
-from service.api.render import cost_text
 from service.chatops.commands import USAGE
-from service.plans.evaluate import PlanAnswer, PlanOption
+from service.render.text import cost_text
+from service.schemas.plan import PlanAnswer, PlanOption
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan

@@ -10,7 +10,6 @@ from service.catalogue.errors import NotFound
 from service.catalogue.lookup import normalise, resolve
 from service.catalogue.tables import Gpu, Model
 from service.plans import snapshot, store, workflow
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.plans.records import (
     Change,
     Outcome,
@@ -23,6 +22,7 @@ from service.plans.records import (
 from service.plans.tables import IdempotencyKeyRow, PlanRow, utc_now
 from service.plans.threads import off_loop
 from service.plans.workflow import Decision, EventKind, Status
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.errors import SizingError, require
 
 Answer = PlanAnswer | TrainingAnswer

@@ -2,73 +2,19 @@
 controllers (specs from the database) and the CLI's local mode (specs from the shipped JSON)."""
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
 import msgspec
-from msgspec import Meta
 
-from service.plans.bounds import (
-    SEED_OVERHEAD_BYTES,
-    ContextTokens,
-    OverheadBytes,
-    SlugRef,
-    Splits,
-    Users,
-    Utilisation,
-)
+from service.schemas.compute import MatrixRequest, OffloadRequest
 from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
-from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec, LinkSpec
+from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.matrix import build_matrix
 from service.sizing.models import ModelSpec
-from service.sizing.offload import Offload, OffloadMechanism, offload
+from service.sizing.offload import Offload, offload
 from service.sizing.plan import Workload
-
-DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
-"""The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""
-MAX_MATRIX_MODELS, MAX_MATRIX_FORMATS, MAX_MATRIX_GPUS = 64, 16, 64
-"""Names a matrix request may list (before de-duplication); the cells are bounded apart."""
-
-
-class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Rows: models x weight formats; columns: GPUs. Empty lists mean the whole catalogue
-    (formats: bf16, fp8 and the seeds' 4-bit). Repeated names count once (first-seen order);
-    at most MAX_MATRIX_CELLS models x formats x GPUs (a 422 naming the longest list)."""
-
-    # Items are slugs checked by the catalogue lookup (unknown: 404 naming the list).
-    models: Annotated[list[SlugRef], Meta(max_length=MAX_MATRIX_MODELS)] = []
-    formats: Annotated[list[SlugRef], Meta(max_length=MAX_MATRIX_FORMATS)] = []
-    gpus: Annotated[list[SlugRef], Meta(max_length=MAX_MATRIX_GPUS)] = []
-    kv_format: SlugRef | None = None
-    concurrency: Users = 8
-    context_tokens: ContextTokens = 8192
-    gpu_memory_utilization: Utilisation = 0.9
-    overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
-    splits: Splits | None = None
-    """GPU counts to try; default each GPU's ladder: 1, 2, 4, 8 inside a node (up to its
-    gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per node)."""
-    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
-
-
-class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    model: SlugRef
-    gpu: SlugRef
-    gpu_count: Annotated[int, Meta(ge=1, le=1024)] = 1
-    weight_format: SlugRef = "bf16"
-    kv_format: SlugRef | None = None
-    resident_bytes: Annotated[int, Meta(ge=0, le=2**53)] | None = None
-    """At most the weights' size (checked by the core, a 422 naming it)."""
-    link: SlugRef | None = None
-    batch_size: Annotated[int, Meta(ge=1, le=100_000)] = 1
-    context_tokens: ContextTokens = 8192
-    gpu_memory_utilization: Utilisation = 0.9
-    overhead_bytes_per_gpu: OverheadBytes = SEED_OVERHEAD_BYTES
-    capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
-    mechanism: OffloadMechanism = "uva"
-    """How the engine reaches offloaded weights: ``uva`` (vLLM V1 from 0.8.4: kernels read them
-    in place, only the bytes a step touches cross) or ``copy`` (vLLM V0, or UVA disabled: each
-    offloaded layer is copied to the GPU before it runs, every offloaded byte every step)."""
 
 
 def workload_of(request: object) -> Workload:

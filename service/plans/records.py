@@ -5,8 +5,8 @@ from typing import Any
 
 import msgspec
 
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.plans.workflow import Decision, EventKind, Status
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.plan import Status as FitStatus
 
 

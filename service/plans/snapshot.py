@@ -20,16 +20,9 @@ from service.catalogue.convert import (
 )
 from service.catalogue.lookup import resolve
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
-from service.plans.evaluate import (
-    PlanAnswer,
-    PlanRequest,
-    TrainingAnswer,
-    answer_plan,
-    inline_model,
-    model_source,
-    weight_format_of,
-)
+from service.plans.evaluate import answer_plan, inline_model, model_source, weight_format_of
 from service.plans.records import CatalogueChange
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.errors import require
 from service.sizing.formats import default_kv_format
 from service.sizing.models import ModelSpec

@@ -14,10 +14,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.plans.records import PlanEvent, PlanSummary, SavedPlan
 from service.plans.tables import IdempotencyKeyRow, PlanEventRow, PlanRow, utc_now
 from service.plans.workflow import Decision, EventKind, PreconditionFailed, Status
+from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 
 
 class PlanNotFound(LookupError):

@@ -1,1 +1,3 @@
-"""Pictures of the core's answers (SVG), as pure functions of the answer Structs."""
+"""Human renderings of the core's answers, as pure functions of the answer Structs: text
+(markdown and CSV, service.render.text) and pictures (SVG, service.render.svg). The HTTP layer,
+the chat bot and the CLI all render through here."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from service.plans.evaluate import PlanAnswer
+from service.schemas.plan import PlanAnswer
 from service.sizing.units import to_gb, to_gib
 from service.sizing.vllm.plan import VllmPlanAnswer
 

@@ -15,6 +15,10 @@ from service.sizing.parallel import default_splits
 
 MAX_GPU_COUNT = 65_536
 MAX_SPLITS = 64
+MAX_CONTEXT_TOKENS = 100_000_000
+"""The longest context a request may size (a /plan's context_tokens, vLLM's max_model_len)."""
+SEED_OVERHEAD_BYTES = 4_000_000_000
+"""The seeds' "about 4 GB of overhead per GPU"."""
 
 
 class Workload(msgspec.Struct, frozen=True, kw_only=True):
@@ -27,7 +31,7 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     concurrency: int = 8
     context_tokens: int = 8192
     gpu_memory_utilization: float = 0.9
-    overhead_bytes_per_gpu: int = 4_000_000_000
+    overhead_bytes_per_gpu: int = SEED_OVERHEAD_BYTES
     capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
     splits: tuple[int, ...] | None = None
     """GPU counts to try; None: each GPU's default ladder (``default_splits``)."""

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import service.api.guards
+from service.api.errors import PROBLEMS
 from service.api.guards import KeyVerifier, Principal, bearer_key
-from service.api.problems import EXCEPTION_HANDLERS, database_error_handler
 
 
 class _Row:
@@ -68,4 +68,5 @@ async def test_a_lookup_that_never_answers_ends_at_the_timeout_as_a_timeout_erro
     await asyncio.wait({lookup}, timeout=30)
     assert lookup.done(), "the lookup was not bounded"
     assert isinstance(lookup.exception(), TimeoutError)
-    assert EXCEPTION_HANDLERS[TimeoutError] is database_error_handler  # the 503 + Retry-After
+    problem = PROBLEMS[TimeoutError](TimeoutError())
+    assert (problem.status_code, problem.logged) == (503, "unavailable")  # + Retry-After

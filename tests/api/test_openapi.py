@@ -90,17 +90,12 @@ def _missing_bounds(decoder: dict[str, Any], spec: dict[str, Any], where: str) -
 def test_the_spec_states_every_bound_the_request_decoders_enforce() -> None:
     import msgspec
 
-    from service.api.catalogue_schemas import (
-        FormatBody,
-        GpuBody,
-        InterconnectBody,
-        ModelBody,
-        ModelImportBody,
-    )
+    from service.api.catalogue_schemas import ModelImportBody
     from service.api.plans_schemas import CreatePlanBody, EditPlanBody, ReviewBody
     from service.api.verify import VerifyRequest
-    from service.plans.compute import MatrixRequest, OffloadRequest
-    from service.plans.evaluate import PlanRequest
+    from service.schemas.catalogue import FormatBody, GpuBody, InterconnectBody, ModelBody
+    from service.schemas.compute import MatrixRequest, OffloadRequest
+    from service.schemas.plan import PlanRequest
 
     spec = json.loads(openapi_json())
     bodies = [

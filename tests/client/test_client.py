@@ -29,7 +29,7 @@ from service.client import (
     Unreachable,
     retry_after_s,
 )
-from service.plans.evaluate import PlanAnswer
+from service.schemas.plan import PlanAnswer
 from service.settings import Settings
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload

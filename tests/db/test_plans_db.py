@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from service.db import create_engine, downgrade, migrate
 from service.plans import actions, store
-from service.plans.evaluate import PlanRequest
 from service.plans.tables import IdempotencyKeyRow, PlanEventRow, PlanRow
 from service.plans.workflow import PreconditionFailed
+from service.schemas.plan import PlanRequest
 from service.settings import sync_url
 
 PLAN_TABLES = {"plans", "plan_events", "plan_idempotency_keys"}

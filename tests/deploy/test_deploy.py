@@ -34,7 +34,7 @@ def tool(name: str) -> str:
     """A validator installed by the dev extras, beside this interpreter (or on PATH)."""
     found = Path(sys.executable).parent / name
     path = str(found) if found.exists() else shutil.which(name)
-    assert path, f"{name} is not installed: pip install -e '.[dev]'"
+    assert path, f"{name} is not installed: pip install -e '.[server,dev]'"
     return path
 
 

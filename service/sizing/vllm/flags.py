@@ -6,9 +6,11 @@ from typing import Annotated, Literal, get_args
 
 from msgspec import Meta
 
+from service.sizing.workload import MAX_CONTEXT_TOKENS
+
 MAX_TENSOR_PARALLEL = 1024
 MAX_PIPELINE_STAGES = 64
-MAX_MODEL_LEN = 100_000_000
+MAX_MODEL_LEN = MAX_CONTEXT_TOKENS
 MAX_BATCHED_TOKENS = 10_000_000
 MAX_SEQS = 65_536
 MAX_LORAS = 1024

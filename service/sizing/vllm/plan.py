@@ -1,7 +1,7 @@
 """The vLLM method on /plan: the fewest GPUs of the splits on which vLLM starts and holds the
 users at once, with the two lines it will log."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -123,6 +123,19 @@ class VllmPlanAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
     are in the prediction's notes."""
 
 
+def engine_config_of(flags: object, **given: Any) -> EngineConfig:
+    """The one mapping from a request to the engine's config: every EngineConfig field the
+    request has by the same name (vLLM's flag names: a /plan's ``vllm`` options, a /verify
+    body), as it has it; then ``given``, what the request says some other way (the split being
+    tried, a default read from another field, the release's era)."""
+    fields = {
+        name: getattr(flags, name)
+        for name in EngineConfig.__struct_fields__
+        if hasattr(flags, name)
+    }
+    return EngineConfig(**{**fields, **given})
+
+
 def engine_config(
     options: VllmOptions,
     tensor_parallel: int,
@@ -147,28 +160,14 @@ def engine_config(
         if options.vllm_version
         else LATEST_ERA
     )
-    config = EngineConfig(
+    config = engine_config_of(
+        options,
         tensor_parallel_size=tensor_parallel,
-        pipeline_parallel_size=options.pipeline_parallel_size,
         max_model_len=options.max_model_len or context_tokens,
         gpu_memory_utilization=utilisation,
-        block_size=options.block_size,
         kv_cache_dtype=kv_dtype,
         quantization=quant,
-        max_num_batched_tokens=options.max_num_batched_tokens,
-        max_num_seqs=options.max_num_seqs,
-        enforce_eager=options.enforce_eager,
-        usage=options.usage,
-        dtype=options.dtype,
-        compile_cache=options.compile_cache,
         era=era,
-        cpu_offload_bytes=options.cpu_offload_bytes,
-        int4_group_size=options.int4_group_size,
-        model_runner=options.model_runner,
-        enable_lora=options.enable_lora,
-        max_loras=options.max_loras,
-        max_lora_rank=options.max_lora_rank,
-        lora_embeddings=options.lora_embeddings,
     )
     return for_release(config, options.vllm_version)
 

@@ -1,6 +1,7 @@
 """Properties of the plan that must hold for any input (hypothesis)."""
 
 import math
+from fractions import Fraction
 
 import msgspec
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from service.sizing.formats import FORMATS, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.plan import Plan, Workload, plan
+from service.sizing.weights import model_weight_bytes
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GEMMA_3_27B,
@@ -82,19 +84,48 @@ def test_a_smaller_format_never_needs_more(
     assert sized(model, gpu, smaller, workload) <= sized(model, gpu, bigger, workload)
 
 
+FULL_ATTENTION = {LLAMA_8B.slug: LLAMA_8B, LLAMA_70B.slug: LLAMA_70B, QWEN25_7B.slug: QWEN25_7B}
+"""Models whose every layer caches 2 x kv_heads x 128 values per token (head_dim 4096 / 32,
+8192 / 64 and 3584 / 28 = 128), for the KV written out by hand below."""
+
+
 @settings(max_examples=80, deadline=None)
 @given(MODELS, GPUS, WORKLOADS, st.sampled_from(list(FORMATS)))
 def test_parts_always_add_up(model: ModelSpec, gpu: GpuSpec, workload: Workload, fmt: str) -> None:
+    # Each part from the inputs (seed steps 1-5), not from the plan's other fields.
     weights = FORMATS[fmt]
     p = plan(model, gpu, weights, default_kv_format(weights), workload)
-    g = p.per_gpu
-    assert g.overhead_bytes + g.weights_bytes + g.kv_cache_bytes + g.spare_bytes == g.usable_bytes
-    assert g.usable_bytes - g.overhead_bytes == g.budget_bytes
-    assert p.weights_bytes + p.kv_cache_bytes + p.spare_bytes == p.budget_bytes
-    assert p.budget_bytes == g.budget_bytes * p.gpu_count
-    assert p.kv_pool_bytes == p.budget_bytes - p.weights_bytes
-    if p.pipeline_parallel == 1:
-        # Every GPU is alike: the totals are the busiest GPU's parts times the count.
-        assert p.kv_cache_bytes == g.kv_cache_bytes * p.gpu_count
-        assert g.weights_bytes * p.gpu_count - p.weights_bytes in range(p.gpu_count)
-    assert p.fits == (g.spare_bytes >= 0)
+    g, n = p.per_gpu, p.gpu_count
+    # Step 3 on the default (driver) basis: the nvidia-smi total when the catalogue has one,
+    # else the marketed bytes; x the utilisation as typed (0.9 = 9/10), rounded down.
+    capacity = gpu.driver_visible_bytes or gpu.memory_bytes
+    usable = capacity * Fraction(str(workload.gpu_memory_utilization)).numerator
+    usable //= Fraction(str(workload.gpu_memory_utilization)).denominator
+    budget = usable - workload.overhead_bytes_per_gpu
+    assert (g.capacity_bytes, g.usable_bytes, g.budget_bytes) == (capacity, usable, budget)
+    assert g.overhead_bytes == workload.overhead_bytes_per_gpu
+    assert p.budget_bytes == n * budget
+    # A split moves the weights, never adds or drops a byte: the whole model's, and the
+    # busiest GPU holds an even share (rounded either way).
+    whole = model_weight_bytes(model, weights)
+    assert p.weights_bytes == whole
+    assert g.weights_bytes in (whole // n, -(-whole // n))
+    if model.slug in FULL_ATTENTION:
+        # KV: users x context x 2 (K and V) x layers x KV heads per GPU (replicated once
+        # tensor parallel exceeds them) x 128 x bytes per value (the seed rule: 16-bit KV for
+        # 16- and 32-bit weights, FP8 otherwise), on every tensor-parallel GPU.
+        heads = max(1, model.kv_heads // p.tensor_parallel)
+        per_value = 2 if weights.value_bits >= 16 else 1
+        per_gpu_stage = workload.concurrency * workload.context_tokens * 2 * heads * 128
+        assert p.kv_cache_bytes == per_gpu_stage * model.layers * per_value * p.tensor_parallel
+        if p.pipeline_parallel == 1:
+            assert g.kv_cache_bytes == per_gpu_stage * model.layers * per_value
+    # Step 5: the spare is what the budget leaves, overall and on the busiest GPU; it fits
+    # exactly when the busiest GPU's parts fit in its usable bytes.
+    assert p.spare_bytes == n * budget - whole - p.kv_cache_bytes
+    assert g.spare_bytes == usable - workload.overhead_bytes_per_gpu - g.weights_bytes - (
+        g.kv_cache_bytes
+    )
+    assert p.fits == (
+        workload.overhead_bytes_per_gpu + g.weights_bytes + g.kv_cache_bytes <= usable
+    )
