@@ -1,0 +1,510 @@
+"""Planning from traffic: the fewest GPUs (at the lowest cost) that serve R requests/s of a
+given prompt and answer length within TTFT and TPOT limits.
+
+Each candidate is one replica layout (a GPU, a tensor- and pipeline-parallel size) the engine
+starts on. Its predictor gives the serving figures of one replica at an arrival rate (the open
+loop of ``loop.open_loop`` by default); TTFT and TPOT grow with the rate, so the most a replica
+takes within the limits is found by a bracketing search between the lightest load and its
+capacity x ``max_utilisation``. Then replicas = ceil(R / that most), the load per replica is
+R / replicas and the headroom 1 - load / most. The options are ranked by hourly cost (GPUs
+without a price after the priced ones) or by GPU count; the chosen one is the first that serves
+the traffic, and every option ranked before it says why it does not (a replica that fails the
+limits at the lightest load fails them at any count).
+"""
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.sizing.cost import GpuPrice
+from service.sizing.errors import SizingError, require
+from service.sizing.serving.efficiency import Efficiency, Engine
+from service.sizing.serving.loop import (
+    Bottleneck,
+    EngineLimits,
+    ServingPrediction,
+    Workload,
+    open_loop,
+)
+from service.sizing.serving.step import StepCosts
+from service.sizing.workload import MAX_GPU_COUNT
+
+HOURS_PER_MONTH = 730
+"""8,760 hours a year / 12."""
+LIGHTEST_LOAD = 1e-6
+"""The lightest load tried, as a share of a replica's capacity: what one request at a time
+sees (a replica that misses a limit there misses it at any rate)."""
+SEARCH_TOLERANCE = 1e-4
+"""The search stops when the bracket is this share of the rate wide."""
+SEARCH_STEPS = 40
+
+TrafficRankBy = Literal["hourly_cost", "gpus"]
+ShortfallCode = Literal[
+    "cannot_split", "does_not_start", "unsupported", "kv_capacity", "ttft", "tpot", "replicas"
+]
+LimitedBy = Literal["utilisation", "ttft", "tpot"]
+Rate = Annotated[float, Meta(gt=0, le=1_000_000)]
+Tokens = Annotated[int, Meta(ge=1, le=10_000_000)]
+LimitSeconds = Annotated[float, Meta(ge=1e-6, le=86_400)]
+"""A latency limit; inclusive at 1 us (the spec Litestar writes for an optional field drops an
+exclusive minimum)."""
+
+
+class Traffic(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """R requests/s of ``input_tokens`` prompts and ``output_tokens`` answers, within limits."""
+
+    requests_per_s: Rate
+    input_tokens: Tokens
+    output_tokens: Tokens
+    ttft_s: LimitSeconds | None = None
+    """Mean time to first token at most this (null: no limit)."""
+    tpot_s: LimitSeconds | None = None
+    """Mean time per output token after the first at most this (null: no limit)."""
+    max_utilisation: Annotated[float, Meta(ge=0.01, le=1)] = 0.9
+    """The largest share of a replica's capacity to plan on: the model's open-loop TTFT leaves
+    out the queue that grows without bound as the load nears capacity."""
+    engine: Engine = "vllm"
+    rank_by: TrafficRankBy = "hourly_cost"
+    """hourly_cost: the cheapest option (GPUs without an hourly price after the priced ones,
+    fewest GPUs among them); gpus: the fewest GPUs, then the cheapest."""
+
+
+class ReplicaModel(msgspec.Struct, frozen=True, kw_only=True):
+    """What the serving model needs of one replica (``deploy.step_costs``, ``engine_limits``,
+    ``efficiency_for``)."""
+
+    costs: StepCosts
+    efficiency: Efficiency
+    limits: EngineLimits
+
+
+class Shortfall(msgspec.Struct, frozen=True, kw_only=True):
+    """Why an option does not serve the traffic, machine-readable and in words."""
+
+    code: ShortfallCode
+    field: str
+    """The input it concerns (``traffic.tpot_s``, ``tensor_parallel``, ...)."""
+    message: str
+    """'TP1 on L40S: TPOT 71 ms > 50 ms at the lightest load'."""
+    predicted_s: float | None = None
+    limit_s: float | None = None
+
+
+class Candidate(msgspec.Struct, frozen=True, kw_only=True):
+    """One replica layout: runnable (``failure`` None) or why not."""
+
+    gpu: str
+    gpu_name: str = ""
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    replica: ReplicaModel | None = None
+    failure: Shortfall | None = None
+    price: GpuPrice | None = None
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def label(self) -> str:
+        pp = f" x PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else ""
+        return f"TP{self.tensor_parallel}{pp} on {self.gpu_name or self.gpu}"
+
+
+class ReplicaCapacity(msgspec.Struct, frozen=True, kw_only=True):
+    capacity_requests_per_s: float
+    """What a saturated replica completes (the open loop's limit)."""
+    max_requests_per_s: float
+    """The most it takes within the limits and max_utilisation (0: none)."""
+    limited_by: LimitedBy | None
+    shortfalls: list[Shortfall]
+    """Non-empty exactly when max_requests_per_s is 0."""
+
+
+class TrafficCost(msgspec.Struct, frozen=True, kw_only=True):
+    """Integer minor units of ``currency`` (cents), as the catalogue's prices."""
+
+    currency: str
+    hourly_price_cents: int
+    """One GPU for one hour."""
+    hourly_cost_cents: int
+    """gpu_count x hourly_price_cents."""
+    monthly_cost_cents: int
+    """hourly_cost_cents x 730 hours."""
+    cost_per_million_output_tokens_cents: int
+    """hourly_cost_cents / (requests_per_s x output_tokens x 3,600 / 10^6), to the nearest
+    cent: at the requested rate, not at capacity."""
+    price_observed_on: str | None
+    price_source: str
+
+
+class TrafficOption(msgspec.Struct, frozen=True, kw_only=True):
+    gpu: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    gpus_per_replica: int
+    feasible: bool
+    replicas: int | None = None
+    gpu_count: int | None = None
+    """replicas x gpus_per_replica."""
+    requests_per_s_per_replica: float | None = None
+    """The load on each replica: requests_per_s / replicas."""
+    max_requests_per_s_per_replica: float | None = None
+    """The most one replica takes within the limits and max_utilisation."""
+    capacity_requests_per_s_per_replica: float | None = None
+    headroom: float | None = None
+    """1 - load / max_requests_per_s_per_replica: the share of more traffic each replica could
+    take within the limits."""
+    utilisation: float | None = None
+    """load / capacity."""
+    limited_by: LimitedBy | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    running_batch: float | None = None
+    bottleneck: Bottleneck | None = None
+    output_tokens_per_s_per_gpu: float | None = None
+    cost: TrafficCost | None = None
+    """null: the GPU has no hourly price in the catalogue, or the option does not serve."""
+    failures: list[Shortfall] = msgspec.field(default_factory=list)
+    summary: str = ""
+
+
+class TrafficPlan(msgspec.Struct, frozen=True, kw_only=True):
+    traffic: Traffic
+    feasible: bool
+    """False: no option meets the limits (each option's ``failures`` say why)."""
+    chosen: TrafficOption | None
+    why_not_cheaper: list[str]
+    """Each option ranked before the chosen one (every option when none serves), and why."""
+    options: list[TrafficOption]
+    ranking_rule: str
+    unpriced_gpus: list[str] = msgspec.field(default_factory=list)
+    """GPUs of feasible options without an hourly price: their cost is unknown."""
+    summary: str = ""
+
+
+Predict = Callable[[float], ServingPrediction]
+"""One replica's serving figures at an arrival rate (requests/s)."""
+PredictorFor = Callable[[Candidate, Traffic], Predict]
+
+
+def open_loop_predictor(candidate: Candidate, traffic: Traffic) -> Predict:
+    """The serving model's open loop on the candidate's replica."""
+    replica = candidate.replica
+    assert replica is not None
+
+    def predict(rate: float) -> ServingPrediction:
+        w = Workload(
+            input_tokens=traffic.input_tokens,
+            output_tokens=traffic.output_tokens,
+            request_rate_per_s=rate,
+        )
+        return open_loop(replica.costs, replica.efficiency, replica.limits, w)
+
+    return predict
+
+
+def validate_traffic(t: Traffic, field: str = "traffic") -> Traffic:
+    require(t.requests_per_s > 0, f"{field}.requests_per_s", "must be positive")
+    require(t.input_tokens >= 1, f"{field}.input_tokens", "must be at least 1")
+    require(t.output_tokens >= 1, f"{field}.output_tokens", "must be at least 1")
+    for name in ("ttft_s", "tpot_s"):
+        limit = getattr(t, name)
+        require(limit is None or limit > 0, f"{field}.{name}", "must be positive")
+    require(0 < t.max_utilisation <= 1, f"{field}.max_utilisation", "must be in (0, 1]")
+    return t
+
+
+def duration_text(seconds: float) -> str:
+    """71 ms, 7.4 ms, 1.25 s."""
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
+
+
+def _excess(p: ServingPrediction, t: Traffic) -> float:
+    """max(TTFT / limit, TPOT / limit) - 1: at most 0 when the limits hold; inf if unstable."""
+    if not p.stable or p.ttft_s is None:
+        return math.inf
+    ratios = [0.0]
+    if t.ttft_s is not None:
+        ratios.append(p.ttft_s / t.ttft_s)
+    if t.tpot_s is not None:
+        ratios.append(p.tpot_s / t.tpot_s)
+    return max(ratios) - 1
+
+
+def _binding(p: ServingPrediction, t: Traffic) -> LimitedBy:
+    ttft = p.ttft_s / t.ttft_s if (t.ttft_s is not None and p.ttft_s is not None) else 0.0
+    tpot = p.tpot_s / t.tpot_s if t.tpot_s is not None else 0.0
+    return "ttft" if ttft >= tpot else "tpot"
+
+
+def _missed(p: ServingPrediction, t: Traffic, label: str) -> list[Shortfall]:
+    """The limits ``p`` misses, each in words and figures."""
+    out = []
+    where = " at the lightest load"
+    if t.ttft_s is not None and (p.ttft_s is None or p.ttft_s > t.ttft_s):
+        shown = "unbounded" if p.ttft_s is None else duration_text(p.ttft_s)
+        out.append(
+            Shortfall(
+                code="ttft",
+                field="traffic.ttft_s",
+                message=f"{label}: TTFT {shown} > {duration_text(t.ttft_s)}{where}",
+                predicted_s=p.ttft_s,
+                limit_s=t.ttft_s,
+            )
+        )
+    if t.tpot_s is not None and p.tpot_s > t.tpot_s:
+        out.append(
+            Shortfall(
+                code="tpot",
+                field="traffic.tpot_s",
+                message=f"{label}: TPOT {duration_text(p.tpot_s)} > "
+                f"{duration_text(t.tpot_s)}{where}",
+                predicted_s=p.tpot_s,
+                limit_s=t.tpot_s,
+            )
+        )
+    return out
+
+
+def capacity_of(predict: Predict) -> float:
+    """A saturated replica's requests/s: the open loop past capacity reports its utilisation
+    (rate / capacity) and completes the capacity."""
+    rate = 1e12
+    p = predict(rate)
+    if p.utilisation:
+        return rate / p.utilisation
+    return p.requests_per_s
+
+
+def replica_capacity(predict: Predict, t: Traffic, label: str) -> ReplicaCapacity:
+    """The most requests/s one replica takes within ``t``'s limits and max_utilisation."""
+    capacity = capacity_of(predict)
+    require(capacity > 0, "traffic", f"{label}: the replica completes no requests")
+    share = t.max_utilisation if t.max_utilisation < 1 else 1 - 1e-9
+    hi = capacity * share
+    p_hi = predict(hi)
+    if _excess(p_hi, t) <= 0:
+        return ReplicaCapacity(
+            capacity_requests_per_s=capacity,
+            max_requests_per_s=hi,
+            limited_by="utilisation",
+            shortfalls=[],
+        )
+    lo = capacity * LIGHTEST_LOAD
+    p_lo = predict(lo)
+    f_lo = _excess(p_lo, t)
+    if f_lo > 0:
+        return ReplicaCapacity(
+            capacity_requests_per_s=capacity,
+            max_requests_per_s=0.0,
+            limited_by=None,
+            shortfalls=_missed(p_lo, t, label),
+        )
+    limited_by = _binding(p_hi, t)
+    f_hi = _excess(p_hi, t)
+    side = 0
+    for step in range(SEARCH_STEPS):
+        if hi - lo <= SEARCH_TOLERANCE * hi:
+            break
+        # Regula falsi with the Illinois weights; a bisection every third step keeps a jump
+        # (a prompt needing one more chunk) from stalling it.
+        if step % 3 == 2 or not math.isfinite(f_hi):
+            x = (lo + hi) / 2
+        else:
+            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            x = min(max(x, lo + 0.01 * (hi - lo)), hi - 0.01 * (hi - lo))
+        f = _excess(predict(x), t)
+        if f <= 0:
+            lo, f_lo = x, f
+            if side == -1 and math.isfinite(f_hi):
+                f_hi /= 2
+            side = -1
+        else:
+            hi, f_hi = x, f
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return ReplicaCapacity(
+        capacity_requests_per_s=capacity,
+        max_requests_per_s=lo,
+        limited_by=limited_by,
+        shortfalls=[],
+    )
+
+
+def traffic_cost(gpu_count: int, price: GpuPrice | None, t: Traffic) -> TrafficCost | None:
+    """``gpu_count`` GPUs at the hourly price; None without one."""
+    if price is None or price.currency is None or price.hourly_price_cents is None:
+        return None
+    hourly = gpu_count * price.hourly_price_cents
+    million_tokens_per_hour = t.requests_per_s * t.output_tokens * 3600 / 1e6
+    return TrafficCost(
+        currency=price.currency,
+        hourly_price_cents=price.hourly_price_cents,
+        hourly_cost_cents=hourly,
+        monthly_cost_cents=hourly * HOURS_PER_MONTH,
+        cost_per_million_output_tokens_cents=math.floor(hourly / million_tokens_per_hour + 0.5),
+        price_observed_on=price.price_observed_on,
+        price_source=price.price_source,
+    )
+
+
+def _failed(c: Candidate, failures: list[Shortfall], **figures: float | None) -> TrafficOption:
+    return TrafficOption(
+        gpu=c.gpu,
+        tensor_parallel=c.tensor_parallel,
+        pipeline_parallel=c.pipeline_parallel,
+        gpus_per_replica=c.gpus_per_replica,
+        feasible=False,
+        failures=failures,
+        summary="; ".join(f.message for f in failures),
+        **figures,  # type: ignore[arg-type]
+    )
+
+
+def plan_option(
+    c: Candidate, t: Traffic, predictor_for: PredictorFor = open_loop_predictor
+) -> TrafficOption:
+    """How many replicas of ``c`` serve ``t``, or why none do."""
+    if c.failure is not None:
+        return _failed(c, [c.failure])
+    predict = predictor_for(c, t)
+    try:
+        cap = replica_capacity(predict, t, c.label)
+    except SizingError as exc:  # e.g. the KV pool cannot hold one request of this length
+        code: ShortfallCode = "kv_capacity" if exc.field == "kv_pool_tokens" else "unsupported"
+        return _failed(c, [Shortfall(code=code, field=exc.field, message=f"{c.label}: {exc}")])
+    if cap.shortfalls:
+        return _failed(
+            c, cap.shortfalls, capacity_requests_per_s_per_replica=cap.capacity_requests_per_s
+        )
+    replicas = max(1, math.ceil(t.requests_per_s / cap.max_requests_per_s - 1e-9))
+    gpus = replicas * c.gpus_per_replica
+    if gpus > MAX_GPU_COUNT:
+        return _failed(
+            c,
+            [
+                Shortfall(
+                    code="replicas",
+                    field="traffic.requests_per_s",
+                    message=f"{c.label}: {replicas:,} replicas ({gpus:,} GPUs) is more than "
+                    f"{MAX_GPU_COUNT:,} GPUs",
+                )
+            ],
+            max_requests_per_s_per_replica=cap.max_requests_per_s,
+            capacity_requests_per_s_per_replica=cap.capacity_requests_per_s,
+        )
+    load = t.requests_per_s / replicas
+    p = predict(load)
+    cost = traffic_cost(gpus, c.price, t)
+    price = "" if cost is None else f", {cost.hourly_cost_cents / 100:,.2f} {cost.currency}/h"
+    return TrafficOption(
+        gpu=c.gpu,
+        tensor_parallel=c.tensor_parallel,
+        pipeline_parallel=c.pipeline_parallel,
+        gpus_per_replica=c.gpus_per_replica,
+        feasible=True,
+        replicas=replicas,
+        gpu_count=gpus,
+        requests_per_s_per_replica=load,
+        max_requests_per_s_per_replica=cap.max_requests_per_s,
+        capacity_requests_per_s_per_replica=cap.capacity_requests_per_s,
+        headroom=1 - load / cap.max_requests_per_s,
+        utilisation=load / cap.capacity_requests_per_s,
+        limited_by=cap.limited_by,
+        ttft_s=p.ttft_s,
+        tpot_s=p.tpot_s,
+        running_batch=p.running_batch,
+        bottleneck=p.bottleneck,
+        output_tokens_per_s_per_gpu=p.output_tokens_per_s_per_gpu,
+        cost=cost,
+        summary=f"{replicas} x {c.label}: {gpus} GPUs, {load:,.2f} requests/s each "
+        f"(TTFT {duration_text(p.ttft_s or 0)}, TPOT {duration_text(p.tpot_s)}){price}",
+    )
+
+
+def _rank_key(
+    o: TrafficOption, c: Candidate, rank_by: TrafficRankBy
+) -> tuple[int, float, float, int, int, str]:
+    """A feasible option by its total; one that fails by one replica (what it would cost at
+    the least), so each option ranked before the chosen one is cheaper and fails."""
+    gpus = o.gpu_count if o.gpu_count is not None else o.gpus_per_replica
+    price = c.price
+    hourly = (
+        gpus * price.hourly_price_cents
+        if price is not None and price.currency and price.hourly_price_cents is not None
+        else None
+    )
+    tail = (0 if o.feasible else 1, o.tensor_parallel, o.gpu)
+    if rank_by == "gpus":
+        return (0, float(gpus), math.inf if hourly is None else float(hourly), *tail)
+    if hourly is None:
+        return (1, float(gpus), 0.0, *tail)
+    return (0, float(hourly), float(gpus), *tail)
+
+
+RANKING_RULES: dict[TrafficRankBy, str] = {
+    "hourly_cost": "the lowest hourly cost first (GPUs without an hourly price after the priced "
+    "ones, by GPU count), then the fewest GPUs; an option that fails ranks by one replica's cost",
+    "gpus": "the fewest GPUs first, then the lowest hourly cost; an option that fails ranks by "
+    "one replica's GPUs",
+}
+
+
+def plan_traffic(
+    candidates: Sequence[Candidate],
+    t: Traffic,
+    predictor_for: PredictorFor = open_loop_predictor,
+) -> TrafficPlan:
+    """Every candidate's option, ranked; the first that serves ``t`` is chosen."""
+    validate_traffic(t)
+    require(bool(candidates), "traffic", "no GPU and tensor-parallel size to try")
+    rank_by = t.rank_by
+    currencies = {c.price.currency for c in candidates if c.price and c.price.currency}
+    rule = RANKING_RULES[rank_by]
+    if len(currencies) > 1 and rank_by == "hourly_cost":
+        rank_by = "gpus"
+        rule = (
+            f"the GPUs are priced in several currencies ({', '.join(sorted(currencies))}): "
+            + RANKING_RULES["gpus"]
+        )
+    scored = [(plan_option(c, t, predictor_for), c) for c in candidates]
+    scored.sort(key=lambda oc: _rank_key(oc[0], oc[1], rank_by))
+    options = [o for o, _ in scored]
+    chosen_at = next((i for i, o in enumerate(options) if o.feasible), None)
+    chosen = None if chosen_at is None else options[chosen_at]
+    before = options if chosen_at is None else options[:chosen_at]
+    unpriced = sorted({o.gpu for o in options if o.feasible and o.cost is None})
+    if chosen is None:
+        summary = (
+            f"No option serves {t.requests_per_s:,g} requests/s"
+            f"{_limits_text(t)}: each option says why"
+        )
+    else:
+        summary = chosen.summary
+    return TrafficPlan(
+        traffic=t,
+        feasible=chosen is not None,
+        chosen=chosen,
+        why_not_cheaper=[o.summary for o in before],
+        options=options,
+        ranking_rule=rule,
+        unpriced_gpus=unpriced,
+        summary=summary,
+    )
+
+
+def _limits_text(t: Traffic) -> str:
+    parts = []
+    if t.ttft_s is not None:
+        parts.append(f"TTFT <= {duration_text(t.ttft_s)}")
+    if t.tpot_s is not None:
+        parts.append(f"TPOT <= {duration_text(t.tpot_s)}")
+    return f" within {' and '.join(parts)}" if parts else ""
