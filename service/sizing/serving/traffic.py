@@ -2,14 +2,13 @@
 given prompt and answer length within TTFT and TPOT limits.
 
 Each candidate is one replica layout (a GPU, a tensor- and pipeline-parallel size) the engine
-starts on. Its predictor gives the serving figures of one replica at an arrival rate (the open
-loop of ``loop.open_loop`` by default); TTFT and TPOT grow with the rate, so the most a replica
-takes within the limits is found by a bracketing search between the lightest load and its
-capacity x ``max_utilisation``. Then replicas = ceil(R / that most), the load per replica is
-R / replicas and the headroom 1 - load / most. The options are ranked by hourly cost (GPUs
-without a price after the priced ones) or by GPU count; the chosen one is the first that serves
-the traffic, and every option ranked before it says why it does not (a replica that fails the
-limits at the lightest load fails them at any count).
+starts on. Its curve (``curve.open_loop_curve`` by default) gives one replica's open loop at
+each running batch; the most a replica takes within the limits and max_utilisation is the
+largest batch that meets them (``curve.replica_capacity``). Then replicas = ceil(R / that
+most), the load per replica is R / replicas and the headroom 1 - load / most. The options are
+ranked by hourly cost (GPUs without a price after the priced ones) or by GPU count; the chosen
+one is the first that serves the traffic, and every option ranked before it says why it does
+not (a replica that misses a limit at the lightest load misses it at any replica count).
 """
 
 import math
@@ -21,31 +20,26 @@ from msgspec import Meta
 
 from service.sizing.cost import GpuPrice
 from service.sizing.errors import SizingError, require
-from service.sizing.serving.efficiency import Efficiency, Engine
-from service.sizing.serving.loop import (
-    Bottleneck,
-    EngineLimits,
-    ServingPrediction,
-    Workload,
-    open_loop,
+from service.sizing.serving.curve import (
+    Curve,
+    LimitedBy,
+    Limits,
+    at_rate,
+    open_loop_curve,
+    replica_capacity,
 )
+from service.sizing.serving.efficiency import Efficiency, Engine
+from service.sizing.serving.loop import Bottleneck, EngineLimits, ServingPrediction
 from service.sizing.serving.step import StepCosts
 from service.sizing.workload import MAX_GPU_COUNT
 
 HOURS_PER_MONTH = 730
 """8,760 hours a year / 12."""
-LIGHTEST_LOAD = 1e-6
-"""The lightest load tried, as a share of a replica's capacity: what one request at a time
-sees (a replica that misses a limit there misses it at any rate)."""
-SEARCH_TOLERANCE = 1e-4
-"""The search stops when the bracket is this share of the rate wide."""
-SEARCH_STEPS = 40
 
 TrafficRankBy = Literal["hourly_cost", "gpus"]
 ShortfallCode = Literal[
     "cannot_split", "does_not_start", "unsupported", "kv_capacity", "ttft", "tpot", "replicas"
 ]
-LimitedBy = Literal["utilisation", "ttft", "tpot"]
 Rate = Annotated[float, Meta(gt=0, le=1_000_000)]
 Tokens = Annotated[int, Meta(ge=1, le=10_000_000)]
 LimitSeconds = Annotated[float, Meta(ge=1e-6, le=86_400)]
@@ -114,16 +108,6 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
         return f"TP{self.tensor_parallel}{pp} on {self.gpu_name or self.gpu}"
 
 
-class ReplicaCapacity(msgspec.Struct, frozen=True, kw_only=True):
-    capacity_requests_per_s: float
-    """What a saturated replica completes (the open loop's limit)."""
-    max_requests_per_s: float
-    """The most it takes within the limits and max_utilisation (0: none)."""
-    limited_by: LimitedBy | None
-    shortfalls: list[Shortfall]
-    """Non-empty exactly when max_requests_per_s is 0."""
-
-
 class TrafficCost(msgspec.Struct, frozen=True, kw_only=True):
     """Integer minor units of ``currency`` (cents), as the catalogue's prices."""
 
@@ -186,25 +170,15 @@ class TrafficPlan(msgspec.Struct, frozen=True, kw_only=True):
     summary: str = ""
 
 
-Predict = Callable[[float], ServingPrediction]
-"""One replica's serving figures at an arrival rate (requests/s)."""
-PredictorFor = Callable[[Candidate, Traffic], Predict]
+CurveFor = Callable[[Candidate, "Traffic"], Curve]
+"""A candidate's replica as a curve over its running batch."""
 
 
-def open_loop_predictor(candidate: Candidate, traffic: Traffic) -> Predict:
+def open_loop_for(c: Candidate, t: Traffic) -> Curve:
     """The serving model's open loop on the candidate's replica."""
-    replica = candidate.replica
-    assert replica is not None
-
-    def predict(rate: float) -> ServingPrediction:
-        w = Workload(
-            input_tokens=traffic.input_tokens,
-            output_tokens=traffic.output_tokens,
-            request_rate_per_s=rate,
-        )
-        return open_loop(replica.costs, replica.efficiency, replica.limits, w)
-
-    return predict
+    r = c.replica
+    assert r is not None
+    return open_loop_curve(r.costs, r.efficiency, r.limits, t.input_tokens, t.output_tokens)
 
 
 def validate_traffic(t: Traffic, field: str = "traffic") -> Traffic:
@@ -226,26 +200,8 @@ def duration_text(seconds: float) -> str:
     return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
 
 
-def _excess(p: ServingPrediction, t: Traffic) -> float:
-    """max(TTFT / limit, TPOT / limit) - 1: at most 0 when the limits hold; inf if unstable."""
-    if not p.stable or p.ttft_s is None:
-        return math.inf
-    ratios = [0.0]
-    if t.ttft_s is not None:
-        ratios.append(p.ttft_s / t.ttft_s)
-    if t.tpot_s is not None:
-        ratios.append(p.tpot_s / t.tpot_s)
-    return max(ratios) - 1
-
-
-def _binding(p: ServingPrediction, t: Traffic) -> LimitedBy:
-    ttft = p.ttft_s / t.ttft_s if (t.ttft_s is not None and p.ttft_s is not None) else 0.0
-    tpot = p.tpot_s / t.tpot_s if t.tpot_s is not None else 0.0
-    return "ttft" if ttft >= tpot else "tpot"
-
-
-def _missed(p: ServingPrediction, t: Traffic, label: str) -> list[Shortfall]:
-    """The limits ``p`` misses, each in words and figures."""
+def missed(p: ServingPrediction, t: Traffic, label: str) -> list[Shortfall]:
+    """The limits ``p`` (the lightest load) misses, each in words and figures."""
     out = []
     where = " at the lightest load"
     if t.ttft_s is not None and (p.ttft_s is None or p.ttft_s > t.ttft_s):
@@ -271,72 +227,6 @@ def _missed(p: ServingPrediction, t: Traffic, label: str) -> list[Shortfall]:
             )
         )
     return out
-
-
-def capacity_of(predict: Predict) -> float:
-    """A saturated replica's requests/s: the open loop past capacity reports its utilisation
-    (rate / capacity) and completes the capacity."""
-    rate = 1e12
-    p = predict(rate)
-    if p.utilisation:
-        return rate / p.utilisation
-    return p.requests_per_s
-
-
-def replica_capacity(predict: Predict, t: Traffic, label: str) -> ReplicaCapacity:
-    """The most requests/s one replica takes within ``t``'s limits and max_utilisation."""
-    capacity = capacity_of(predict)
-    require(capacity > 0, "traffic", f"{label}: the replica completes no requests")
-    share = t.max_utilisation if t.max_utilisation < 1 else 1 - 1e-9
-    hi = capacity * share
-    p_hi = predict(hi)
-    if _excess(p_hi, t) <= 0:
-        return ReplicaCapacity(
-            capacity_requests_per_s=capacity,
-            max_requests_per_s=hi,
-            limited_by="utilisation",
-            shortfalls=[],
-        )
-    lo = capacity * LIGHTEST_LOAD
-    p_lo = predict(lo)
-    f_lo = _excess(p_lo, t)
-    if f_lo > 0:
-        return ReplicaCapacity(
-            capacity_requests_per_s=capacity,
-            max_requests_per_s=0.0,
-            limited_by=None,
-            shortfalls=_missed(p_lo, t, label),
-        )
-    limited_by = _binding(p_hi, t)
-    f_hi = _excess(p_hi, t)
-    side = 0
-    for step in range(SEARCH_STEPS):
-        if hi - lo <= SEARCH_TOLERANCE * hi:
-            break
-        # Regula falsi with the Illinois weights; a bisection every third step keeps a jump
-        # (a prompt needing one more chunk) from stalling it.
-        if step % 3 == 2 or not math.isfinite(f_hi):
-            x = (lo + hi) / 2
-        else:
-            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-            x = min(max(x, lo + 0.01 * (hi - lo)), hi - 0.01 * (hi - lo))
-        f = _excess(predict(x), t)
-        if f <= 0:
-            lo, f_lo = x, f
-            if side == -1 and math.isfinite(f_hi):
-                f_hi /= 2
-            side = -1
-        else:
-            hi, f_hi = x, f
-            if side == 1:
-                f_lo /= 2
-            side = 1
-    return ReplicaCapacity(
-        capacity_requests_per_s=capacity,
-        max_requests_per_s=lo,
-        limited_by=limited_by,
-        shortfalls=[],
-    )
 
 
 def traffic_cost(gpu_count: int, price: GpuPrice | None, t: Traffic) -> TrafficCost | None:
@@ -369,23 +259,24 @@ def _failed(c: Candidate, failures: list[Shortfall], **figures: float | None) ->
     )
 
 
-def plan_option(
-    c: Candidate, t: Traffic, predictor_for: PredictorFor = open_loop_predictor
-) -> TrafficOption:
+def plan_option(c: Candidate, t: Traffic, curve_for: CurveFor = open_loop_for) -> TrafficOption:
     """How many replicas of ``c`` serve ``t``, or why none do."""
     if c.failure is not None:
         return _failed(c, [c.failure])
-    predict = predictor_for(c, t)
     try:
-        cap = replica_capacity(predict, t, c.label)
+        curve = curve_for(c, t)
+        limits = Limits(ttft_s=t.ttft_s, tpot_s=t.tpot_s, max_utilisation=t.max_utilisation)
+        cap = replica_capacity(curve, limits)
     except SizingError as exc:  # e.g. the KV pool cannot hold one request of this length
         code: ShortfallCode = "kv_capacity" if exc.field == "kv_pool_tokens" else "unsupported"
         return _failed(c, [Shortfall(code=code, field=exc.field, message=f"{c.label}: {exc}")])
-    if cap.shortfalls:
+    if cap.limited_by is None:
+        shortfalls = missed(cap.lightest, t, c.label)
         return _failed(
-            c, cap.shortfalls, capacity_requests_per_s_per_replica=cap.capacity_requests_per_s
+            c, shortfalls, capacity_requests_per_s_per_replica=cap.capacity_requests_per_s
         )
-    replicas = max(1, math.ceil(t.requests_per_s / cap.max_requests_per_s - 1e-9))
+    # The search ends a part in 10^9 below the most: an exact multiple needs no extra replica.
+    replicas = max(1, math.ceil(t.requests_per_s / cap.max_requests_per_s - 1e-6))
     gpus = replicas * c.gpus_per_replica
     if gpus > MAX_GPU_COUNT:
         return _failed(
@@ -402,7 +293,8 @@ def plan_option(
             capacity_requests_per_s_per_replica=cap.capacity_requests_per_s,
         )
     load = t.requests_per_s / replicas
-    p = predict(load)
+    most = max(cap.max_requests_per_s, load)
+    p = at_rate(curve, load, cap.batch)
     cost = traffic_cost(gpus, c.price, t)
     price = "" if cost is None else f", {cost.hourly_cost_cents / 100:,.2f} {cost.currency}/h"
     return TrafficOption(
@@ -414,9 +306,9 @@ def plan_option(
         replicas=replicas,
         gpu_count=gpus,
         requests_per_s_per_replica=load,
-        max_requests_per_s_per_replica=cap.max_requests_per_s,
+        max_requests_per_s_per_replica=most,
         capacity_requests_per_s_per_replica=cap.capacity_requests_per_s,
-        headroom=1 - load / cap.max_requests_per_s,
+        headroom=1 - load / most,
         utilisation=load / cap.capacity_requests_per_s,
         limited_by=cap.limited_by,
         ttft_s=p.ttft_s,
@@ -461,7 +353,7 @@ RANKING_RULES: dict[TrafficRankBy, str] = {
 def plan_traffic(
     candidates: Sequence[Candidate],
     t: Traffic,
-    predictor_for: PredictorFor = open_loop_predictor,
+    curve_for: CurveFor = open_loop_for,
 ) -> TrafficPlan:
     """Every candidate's option, ranked; the first that serves ``t`` is chosen."""
     validate_traffic(t)
@@ -475,7 +367,7 @@ def plan_traffic(
             f"the GPUs are priced in several currencies ({', '.join(sorted(currencies))}): "
             + RANKING_RULES["gpus"]
         )
-    scored = [(plan_option(c, t, predictor_for), c) for c in candidates]
+    scored = [(plan_option(c, t, curve_for), c) for c in candidates]
     scored.sort(key=lambda oc: _rank_key(oc[0], oc[1], rank_by))
     options = [o for o, _ in scored]
     chosen_at = next((i for i, o in enumerate(options) if o.feasible), None)
