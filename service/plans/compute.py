@@ -16,6 +16,7 @@ from service.plans.bounds import (
     Users,
     Utilisation,
 )
+from service.plans.matrix_traffic import check_traffic_cells, with_traffic
 from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
@@ -24,6 +25,7 @@ from service.sizing.matrix import build_matrix
 from service.sizing.models import ModelSpec
 from service.sizing.offload import Offload, OffloadMechanism, offload
 from service.sizing.plan import Workload
+from service.sizing.serving.traffic import Traffic
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 """The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""
@@ -49,6 +51,11 @@ class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """GPU counts to try; default each GPU's ladder: 1, 2, 4, 8 inside a node (up to its
     gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per node)."""
     capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
+    traffic: Traffic | None = None
+    """Each cell also plans this traffic: the fewest GPUs (replicas x tensor parallel 1, 2, 4,
+    8 up to one node) that serve it within its limits, and their cost, on the vLLM method's KV
+    pool at max_model_len = context_tokens. At most 1,024 cells with traffic (a 422 naming the
+    longest list)."""
 
 
 class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -114,8 +121,23 @@ def answer_matrix(
     workload = workload_of(request)
     if workload.splits is not None:
         workload = msgspec.structs.replace(workload, splits=tuple(dict.fromkeys(workload.splits)))
-    matrix = build_matrix(distinct(models), distinct(formats), distinct(gpus), workload, kv)
-    return cost_matrix(matrix, prices)
+    ms, fs, gs = distinct(models), distinct(formats), distinct(gpus)
+    if request.traffic is not None:
+        check_traffic_cells(len(ms), len(fs), len(gs))
+    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv), prices)
+    if request.traffic is None:
+        return costed
+    return with_traffic(
+        costed,
+        request.traffic,
+        ms,
+        fs,
+        gs,
+        kv,
+        prices,
+        context_tokens=request.context_tokens,
+        utilisation=request.gpu_memory_utilization,
+    )
 
 
 def answer_offload(

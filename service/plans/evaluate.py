@@ -21,6 +21,7 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
+from service.plans.serving import traffic_plan
 from service.plans.threads import off_loop
 from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
 from service.sizing.cost import (
@@ -39,6 +40,7 @@ from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import default_splits
 from service.sizing.plan import Plan, Workload, plan, spare_status
 from service.sizing.ranking import STATUS_ORDER, rank_gpus
+from service.sizing.serving.traffic import Traffic, TrafficPlan
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     Projection,
@@ -97,7 +99,13 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """seed: the seeds' budget (capacity x utilisation - overhead); vllm: predict what vLLM
     reports at start-up (service.sizing.engine), for one ``gpu``, inference only."""
     vllm: VllmOptions | None = None
-    """vLLM's flags for method vllm (null: the engine's defaults for the GPU)."""
+    """vLLM's flags for method vllm (null: the engine's defaults for the GPU); with
+    ``traffic``, the flags its replicas run with, whatever the method."""
+    traffic: Traffic | None = None
+    """Plan the fewest GPUs (the cheapest) that serve this traffic within its limits: replicas
+    x tensor parallel on each GPU (1, 2, 4, 8 up to one node, or the splits named within a
+    node), each replica's KV pool the vLLM method's at max_model_len = vllm.max_model_len or
+    context_tokens. Inference only."""
 
 
 class PlanOption(Plan, frozen=True, kw_only=True):
@@ -119,6 +127,9 @@ class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inferen
     """How ``options`` are ordered, in words; empty when the request named a gpu."""
     unpriced_gpus: list[str] = msgspec.field(default_factory=list)
     """Ranked by a cost: the GPUs that fit but lack that price (listed after the priced ones)."""
+    traffic: TrafficPlan | None = None
+    """The request's traffic planned: the chosen replicas, every option and why each cheaper
+    one fails (null without ``traffic``)."""
 
 
 class TrainingPerGpu(msgspec.Struct, frozen=True, kw_only=True):
@@ -302,7 +313,35 @@ def answer_plan(
     kv: NumberFormat,
     prices: dict[str, GpuPrice],
 ) -> "PlanAnswer | TrainingAnswer":
-    """The sizing core on resolved specs (the server and the CLI's local mode share this)."""
+    """The sizing core on resolved specs (the server and the CLI's local mode share this),
+    with the request's ``traffic`` planned on the same GPUs."""
+    answer = _memory_plan(data, model, gpus, weights, kv, prices)
+    if data.traffic is None:
+        return answer
+    require(data.workload == "inference", "traffic", "traffic plans inference only")
+    planned = traffic_plan(
+        data.traffic,
+        model,
+        gpus,
+        weights,
+        kv,
+        prices,
+        options=data.vllm,
+        context_tokens=data.context_tokens,
+        utilisation=data.gpu_memory_utilization,
+        splits=data.splits,
+    )
+    return msgspec.structs.replace(answer, traffic=planned)  # type: ignore[type-var]
+
+
+def _memory_plan(
+    data: PlanRequest,
+    model: ModelSpec,
+    gpus: list[GpuSpec],
+    weights: NumberFormat,
+    kv: NumberFormat,
+    prices: dict[str, GpuPrice],
+) -> "PlanAnswer | TrainingAnswer":
     require(
         data.workload == "inference" or data.rank_by == "gpus",
         "rank_by",

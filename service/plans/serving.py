@@ -81,9 +81,11 @@ def check_length(input_tokens: int, output_tokens: int, max_model_len: int, fiel
 
 
 def tensor_parallel_sizes(gpu: GpuSpec, splits: Sequence[int] | None) -> tuple[int, ...]:
-    """The sizes a replica may take: the request's splits, else powers of two up to one node
-    (1, 2, 4, 8 on 8 GPUs per node)."""
-    return tuple(sorted(set(splits))) if splits else default_splits(gpu.gpus_per_node, max_nodes=1)
+    """The sizes a replica may take: the request's splits within one node, else powers of two
+    up to one node (1, 2, 4, 8 on 8 GPUs per node)."""
+    if splits:
+        return tuple(sorted({n for n in splits if n <= gpu.gpus_per_node}))
+    return default_splits(gpu.gpus_per_node, max_nodes=1)
 
 
 def candidate(
