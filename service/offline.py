@@ -26,11 +26,12 @@ from service.plans.evaluate import (
     model_from_config,
     weight_format_of,
 )
+from service.plans.speed import SpeedAnswer, SpeedRequest, answer_speed
 from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
+from service.sizing.models import ModelSpec, validate_model
 from service.sizing.offload import Offload
 
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
@@ -136,6 +137,23 @@ def local_matrix(request: MatrixRequest) -> CostedMatrix:
     if request.kv_format is not None:
         kv = cat.number_format(request.kv_format, "kv_format")
     return answer_matrix(request, models, formats, gpus, kv, cat.prices())
+
+
+def local_speed(request: SpeedRequest) -> SpeedAnswer:
+    """What POST /speed answers for ``request`` on the shipped catalogue."""
+    cat = local_catalogue()
+    if request.config_json is not None:
+        model = model_from_config(request.config_json)
+    elif request.model_spec is not None:
+        model = validate_model(request.model_spec, field="model_spec")
+    else:
+        require(request.model is not None, "model", "name a catalogue model")
+        assert request.model is not None
+        model = cat.model(request.model)
+    weights, kv = cat.formats_for(
+        weight_format_of(request.weight_format, model.checkpoint_format), request.kv_format
+    )
+    return answer_speed(request, model, cat.gpu(request.gpu), weights, kv)
 
 
 def local_offload(request: OffloadRequest) -> Offload:

@@ -5,25 +5,12 @@ from typing import Any
 
 from litestar import Request, Response, post
 from litestar.params import JSONBody
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE
 from service.api.compute import COMPUTE_ERRORS, OPEN, Session, csv_attachment
 from service.api.negotiation import CSV, MARKDOWN, also_served_as, wants
 from service.api.speed_render import speed_csv, speed_markdown
-from service.catalogue import lookup
-from service.plans.evaluate import resolve_formats, resolve_model, weight_format_of
-from service.plans.speed import MAX_SWEEP_POINTS, SpeedAnswer, SpeedRequest, answer_speed
-from service.plans.threads import off_loop
-
-
-async def evaluate_speed(session: AsyncSession, data: SpeedRequest) -> SpeedAnswer:
-    """Look the request's names up in the catalogue and run the serving model on them."""
-    model = await resolve_model(session, data.model, data.model_spec, data.config_json)
-    gpu = await lookup.gpu_spec(session, data.gpu)
-    weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
-    weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
-    return await off_loop(answer_speed, data, model, gpu, weights, kv)
+from service.plans.speed import MAX_SWEEP_POINTS, SpeedAnswer, SpeedRequest, evaluate_speed
 
 
 @post(

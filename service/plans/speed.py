@@ -6,9 +6,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.catalogue import lookup
 from service.plans.bounds import OptionalUtilisation, SlugRef
+from service.plans.evaluate import resolve_formats, resolve_model, weight_format_of
 from service.plans.serving import check_length, replica_of
+from service.plans.threads import off_loop
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
@@ -230,3 +234,12 @@ def answer_speed(
         rows=rows,
         notes=[SWEEP_NOTE],
     )
+
+
+async def evaluate_speed(session: AsyncSession, data: SpeedRequest) -> SpeedAnswer:
+    """Look the request's names up in the catalogue and run the serving model on them."""
+    model = await resolve_model(session, data.model, data.model_spec, data.config_json)
+    gpu = await lookup.gpu_spec(session, data.gpu)
+    weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
+    weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
+    return await off_loop(answer_speed, data, model, gpu, weights, kv)
