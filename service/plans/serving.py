@@ -14,15 +14,19 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import default_splits, tensor_parallel_problem
+from service.sizing.serving.curve import Curve
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.engines import limits_for_engine
 from service.sizing.serving.traffic import (
     Candidate,
+    CurveFor,
+    NotServable,
     ReplicaModel,
     Shortfall,
     Traffic,
     TrafficPlan,
+    open_loop_for,
     plan_traffic,
     validate_traffic,
 )
@@ -91,51 +95,69 @@ def tensor_parallel_sizes(gpu: GpuSpec, splits: Sequence[int] | None) -> tuple[i
 def candidate(
     model: ModelSpec,
     gpu: GpuSpec,
+    tensor_parallel: int,
+    pipeline_parallel: int,
+    price: GpuPrice | None,
+) -> Candidate:
+    """A replica layout to try: a tensor-parallel size that cannot split the model fails at
+    once; the others are predicted when the plan asks (``replica_curves``)."""
+    c = Candidate(
+        gpu=gpu.slug,
+        gpu_name=gpu_label(gpu),
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        price=price,
+    )
+    problem = tensor_parallel_problem(model, tensor_parallel)
+    if problem:
+        failure = Shortfall(code="cannot_split", field="splits", message=f"{c.label}: {problem}")
+        return msgspec.structs.replace(c, failure=failure)
+    return c
+
+
+def replica_curves(
+    model: ModelSpec,
+    gpus: Sequence[GpuSpec],
     weights: NumberFormat,
     kv: NumberFormat,
     options: VllmOptions,
-    tensor_parallel: int,
     *,
     context_tokens: int,
     utilisation: float | None,
     engine: Engine,
-    price: GpuPrice | None,
-) -> Candidate:
-    base = Candidate(
-        gpu=gpu.slug,
-        gpu_name=gpu_label(gpu),
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=options.pipeline_parallel_size,
-        price=price,
-    )
-    label = base.label
-    problem = tensor_parallel_problem(model, tensor_parallel)
-    if problem:
-        failure = Shortfall(code="cannot_split", field="splits", message=f"{label}: {problem}")
-        return msgspec.structs.replace(base, failure=failure)
-    try:
-        p, replica = replica_of(
-            model,
-            gpu,
-            weights,
-            kv,
-            options,
-            tensor_parallel,
-            context_tokens=context_tokens,
-            utilisation=utilisation,
-            engine=engine,
-        )
-    except SizingError as exc:
-        failure = Shortfall(code="unsupported", field=exc.field, message=f"{label}: {exc}")
-        return msgspec.structs.replace(base, failure=failure)
-    if replica is None:
-        failure = Shortfall(
-            code="does_not_start",
-            field="tensor_parallel",
-            message=f"{label}: the engine does not start ({p.failure})",
-        )
-        return msgspec.structs.replace(base, failure=failure)
-    return msgspec.structs.replace(base, replica=replica)
+) -> CurveFor:
+    """The curve of a candidate's replica: the vLLM method's prediction on its GPU, then the
+    serving model's open loop (NotServable when the engine does not start)."""
+    by_slug = {g.slug: g for g in gpus}
+
+    def curve_for(c: Candidate, t: Traffic) -> Curve:
+        try:
+            p, replica = replica_of(
+                model,
+                by_slug[c.gpu],
+                weights,
+                kv,
+                options,
+                c.tensor_parallel,
+                context_tokens=context_tokens,
+                utilisation=utilisation,
+                engine=engine,
+            )
+        except SizingError as exc:  # e.g. no efficiency known for the GPU's architecture
+            raise NotServable(
+                Shortfall(code="unsupported", field=exc.field, message=f"{c.label}: {exc}")
+            ) from None
+        if replica is None:
+            raise NotServable(
+                Shortfall(
+                    code="does_not_start",
+                    field="tensor_parallel",
+                    message=f"{c.label}: the engine does not start ({p.failure})",
+                )
+            )
+        return open_loop_for(msgspec.structs.replace(c, replica=replica), t)
+
+    return curve_for
 
 
 def traffic_plan(
@@ -162,19 +184,18 @@ def traffic_plan(
     # A format the vLLM method does not load is the request's error, not each option's.
     engine_config(options, 1, context_tokens, utilisation, weights, kv)
     candidates = [
-        candidate(
-            model,
-            gpu,
-            weights,
-            kv,
-            options,
-            tp,
-            context_tokens=context_tokens,
-            utilisation=utilisation,
-            engine=traffic.engine,
-            price=prices.get(gpu.slug),
-        )
+        candidate(model, gpu, tp, options.pipeline_parallel_size, prices.get(gpu.slug))
         for gpu in gpus
         for tp in tensor_parallel_sizes(gpu, splits)
     ]
-    return plan_traffic(candidates, traffic)
+    curves = replica_curves(
+        model,
+        gpus,
+        weights,
+        kv,
+        options,
+        context_tokens=context_tokens,
+        utilisation=utilisation,
+        engine=traffic.engine,
+    )
+    return plan_traffic(candidates, traffic, curves)

@@ -31,8 +31,9 @@ LimitedBy = Literal["utilisation", "ttft", "tpot"]
 LIGHTEST_LOAD = 1e-6
 """The lightest load tried, as a share of the largest batch: what one request at a time sees
 (a replica that misses a limit there misses it at any rate)."""
-TOLERANCE = 1e-9
-"""The searches stop when the bracket is this share of the batch wide."""
+TOLERANCE = 1e-7
+"""The searches stop when the bracket is this share of the batch wide (or the ratio this
+close to its limit)."""
 STEPS = 80
 
 
@@ -119,35 +120,40 @@ def _ratios(p: ServingPrediction, limits: Limits, capacity: float) -> dict[Limit
     return ratios
 
 
-def largest(f: Callable[[float], float], lo: float, f_lo: float, hi: float, f_hi: float) -> float:
-    """The largest x in [lo, hi] with f(x) <= 0, for f increasing, f(lo) <= 0 < f(hi): regula
-    falsi with the Illinois weights, and a bisection whenever a step leaves more than half the
-    bracket, so that a jump (one prompt chunk more) cannot stall it."""
-    side = 0
-    bisect = False
+def largest(
+    f: Callable[[float], float],
+    lo: float,
+    f_lo: float,
+    hi: float,
+    f_hi: float,
+    tolerance: float = TOLERANCE,
+) -> float:
+    """The largest x in [lo, hi] with f(x) <= 0, for f increasing, f(lo) <= 0 < f(hi), to
+    within ``tolerance`` (of x, or of f: a ratio less one): secant steps through the last two
+    points, kept inside the bracket, and a bisection when three steps have not halved it (a
+    jump, one prompt chunk more, or a kink where another limit takes over)."""
+    x0, f0, x1, f1 = lo, f_lo, hi, f_hi
+    stalls, width = 0, hi - lo
     for _ in range(STEPS):
-        width = hi - lo
-        if width <= TOLERANCE * hi:
+        if hi - lo <= tolerance * hi:
             break
-        if bisect or not math.isfinite(f_hi):
-            x = (lo + hi) / 2
-        else:
-            x = hi - f_hi * width / (f_hi - f_lo)
-            x = min(max(x, lo + 1e-6 * width), hi - 1e-6 * width)
+        x = (lo + hi) / 2
+        if stalls < 3 and math.isfinite(f1) and math.isfinite(f0) and f1 != f0:
+            secant = x1 - f1 * (x1 - x0) / (f1 - f0)
+            if lo < secant < hi:
+                x = secant
         fx = f(x)
+        if abs(fx) < tolerance:
+            return x
         if fx <= 0:
             lo, f_lo = x, fx
-            if side == -1 and math.isfinite(f_hi):
-                f_hi /= 2
-            side = -1
         else:
             hi, f_hi = x, fx
-            if side == 1:
-                f_lo /= 2
-            side = 1
-        bisect = hi - lo > width / 2
-        if -1e-12 < fx <= 0:
-            break
+        x0, f0, x1, f1 = x1, f1, x, fx
+        if hi - lo <= width / 2:
+            stalls, width = 0, hi - lo
+        else:
+            stalls += 1
     return lo
 
 
@@ -178,7 +184,7 @@ def replica_capacity(curve: Curve, limits: Limits) -> ReplicaCapacity:
     binding = _ratios(curve.at(hi), limits, capacity)
     return ReplicaCapacity(
         capacity_requests_per_s=capacity,
-        max_requests_per_s=curve.at(batch).requests_per_s,
+        max_requests_per_s=curve.rate_at(batch),
         batch=batch,
         limited_by=max(binding.items(), key=lambda kv: kv[1])[0],
         lightest=lightest,
@@ -195,4 +201,5 @@ def at_rate(curve: Curve, rate: float, below: float) -> ServingPrediction:
     f_hi = curve.rate_at(below) / rate - 1
     if f_hi <= 0:
         return curve.at(below)
-    return curve.at(largest(lambda b: curve.rate_at(b) / rate - 1, lo, f_lo, below, f_hi))
+    found = largest(lambda b: curve.rate_at(b) / rate - 1, lo, f_lo, below, f_hi, 1e-8)
+    return curve.at(found)

@@ -66,6 +66,14 @@ class Traffic(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     fewest GPUs among them); gpus: the fewest GPUs, then the cheapest."""
 
 
+class NotServable(Exception):
+    """Raised by a curve_for that finds the candidate cannot run (the engine does not start)."""
+
+    def __init__(self, shortfall: "Shortfall") -> None:
+        super().__init__(shortfall.message)
+        self.shortfall = shortfall
+
+
 class ReplicaModel(msgspec.Struct, frozen=True, kw_only=True):
     """What the serving model needs of one replica (``deploy.step_costs``, ``engine_limits``,
     ``efficiency_for``)."""
@@ -167,6 +175,9 @@ class TrafficPlan(msgspec.Struct, frozen=True, kw_only=True):
     ranking_rule: str
     unpriced_gpus: list[str] = msgspec.field(default_factory=list)
     """GPUs of feasible options without an hourly price: their cost is unknown."""
+    skipped: list[str] = msgspec.field(default_factory=list)
+    """Layouts not evaluated: one replica of each already ranks after the chosen option, so no
+    replica count of it can be cheaper ('TP8 on H100 SXM 80GB')."""
     summary: str = ""
 
 
@@ -177,7 +188,10 @@ CurveFor = Callable[[Candidate, "Traffic"], Curve]
 def open_loop_for(c: Candidate, t: Traffic) -> Curve:
     """The serving model's open loop on the candidate's replica."""
     r = c.replica
-    assert r is not None
+    if r is None:
+        raise NotServable(
+            Shortfall(code="unsupported", field="traffic", message=f"{c.label}: no replica model")
+        )
     return open_loop_curve(r.costs, r.efficiency, r.limits, t.input_tokens, t.output_tokens)
 
 
@@ -267,6 +281,8 @@ def plan_option(c: Candidate, t: Traffic, curve_for: CurveFor = open_loop_for) -
         curve = curve_for(c, t)
         limits = Limits(ttft_s=t.ttft_s, tpot_s=t.tpot_s, max_utilisation=t.max_utilisation)
         cap = replica_capacity(curve, limits)
+    except NotServable as exc:
+        return _failed(c, [exc.shortfall])
     except SizingError as exc:  # e.g. the KV pool cannot hold one request of this length
         code: ShortfallCode = "kv_capacity" if exc.field == "kv_pool_tokens" else "unsupported"
         return _failed(c, [Shortfall(code=code, field=exc.field, message=f"{c.label}: {exc}")])
@@ -275,8 +291,9 @@ def plan_option(c: Candidate, t: Traffic, curve_for: CurveFor = open_loop_for) -
         return _failed(
             c, shortfalls, capacity_requests_per_s_per_replica=cap.capacity_requests_per_s
         )
-    # The search ends a part in 10^9 below the most: an exact multiple needs no extra replica.
-    replicas = max(1, math.ceil(t.requests_per_s / cap.max_requests_per_s - 1e-6))
+    # The search ends within a part in 10^7 below the most: an exact multiple needs no extra
+    # replica (the load may then pass the found most by that much, within the search's error).
+    replicas = max(1, math.ceil(t.requests_per_s / cap.max_requests_per_s - 1e-5))
     gpus = replicas * c.gpus_per_replica
     if gpus > MAX_GPU_COUNT:
         return _failed(
@@ -322,24 +339,34 @@ def plan_option(c: Candidate, t: Traffic, curve_for: CurveFor = open_loop_for) -
     )
 
 
-def _rank_key(
-    o: TrafficOption, c: Candidate, rank_by: TrafficRankBy
-) -> tuple[int, float, float, int, int, str]:
-    """A feasible option by its total; one that fails by one replica (what it would cost at
-    the least), so each option ranked before the chosen one is cheaper and fails."""
-    gpus = o.gpu_count if o.gpu_count is not None else o.gpus_per_replica
+RankKey = tuple[int, float, float, int, int, str]
+
+
+def _key(gpus: int, feasible: bool, c: Candidate, rank_by: TrafficRankBy) -> RankKey:
     price = c.price
     hourly = (
         gpus * price.hourly_price_cents
         if price is not None and price.currency and price.hourly_price_cents is not None
         else None
     )
-    tail = (0 if o.feasible else 1, o.tensor_parallel, o.gpu)
+    tail = (0 if feasible else 1, c.tensor_parallel, c.gpu)
     if rank_by == "gpus":
         return (0, float(gpus), math.inf if hourly is None else float(hourly), *tail)
     if hourly is None:
         return (1, float(gpus), 0.0, *tail)
     return (0, float(hourly), float(gpus), *tail)
+
+
+def _rank_key(o: TrafficOption, c: Candidate, rank_by: TrafficRankBy) -> RankKey:
+    """A feasible option by its total; one that fails by one replica (what it would cost at
+    the least), so each option ranked before the chosen one is cheaper and fails."""
+    gpus = o.gpu_count if o.gpu_count is not None else o.gpus_per_replica
+    return _key(gpus, o.feasible, c, rank_by)
+
+
+def _floor_key(c: Candidate, rank_by: TrafficRankBy) -> RankKey:
+    """The best key any option of ``c`` can reach: one replica that serves."""
+    return _key(c.gpus_per_replica, True, c, rank_by)
 
 
 RANKING_RULES: dict[TrafficRankBy, str] = {
@@ -367,7 +394,20 @@ def plan_traffic(
             f"the GPUs are priced in several currencies ({', '.join(sorted(currencies))}): "
             + RANKING_RULES["gpus"]
         )
-    scored = [(plan_option(c, t, curve_for), c) for c in candidates]
+    # Cheapest replica first: once one replica of a candidate ranks after the best option
+    # found, no count of it can win, and it is not evaluated (``skipped``).
+    scored: list[tuple[TrafficOption, Candidate]] = []
+    skipped: list[str] = []
+    best: RankKey | None = None
+    for c in sorted(candidates, key=lambda c: _floor_key(c, rank_by)):
+        if c.failure is None and best is not None and _floor_key(c, rank_by) > best:
+            skipped.append(c.label)
+            continue
+        o = plan_option(c, t, curve_for)
+        scored.append((o, c))
+        if o.feasible:
+            key = _rank_key(o, c, rank_by)
+            best = key if best is None else min(best, key)
     scored.sort(key=lambda oc: _rank_key(oc[0], oc[1], rank_by))
     options = [o for o, _ in scored]
     chosen_at = next((i for i, o in enumerate(options) if o.feasible), None)
@@ -389,6 +429,7 @@ def plan_traffic(
         options=options,
         ranking_rule=rule,
         unpriced_gpus=unpriced,
+        skipped=skipped,
         summary=summary,
     )
 

@@ -146,13 +146,31 @@ def test_limits_no_option_meets_answer_why_each_fails_not_an_error() -> None:
 
 
 def test_unpriced_gpus_rank_after_the_priced_and_are_listed() -> None:
-    # Unpriced: 9/s, 5 GPUs; priced: 5 sequences, 4.5/s, 9 GPUs: by hourly cost it still wins.
+    # Unpriced: 9/s, 5 GPUs; priced: 5 sequences, 4.5/s, 9 GPUs: by hourly cost the priced one
+    # wins and the unpriced cannot beat it (it is not evaluated). Ranked by GPUs, both are,
+    # and the unpriced one (5 GPUs) wins, named as unpriced.
     table = {("cheap", 1): linear(10, 0.01), ("priced", 1): linear(5, 0.01)}
-    plan = plan_traffic([candidate("cheap", 1), candidate("priced", 1, 900)], T, by_table(table))
+    cands = [candidate("cheap", 1), candidate("priced", 1, 900)]
+    plan = plan_traffic(cands, T, by_table(table))
     assert plan.chosen is not None and plan.chosen.gpu == "priced"
     assert plan.chosen.gpu_count == 9
-    assert plan.unpriced_gpus == ["cheap"]
-    assert plan.options[1].cost is None
+    assert plan.skipped == ["TP1 on CHEAP"]
+    by_gpus = Traffic(requests_per_s=40, input_tokens=100, output_tokens=100, rank_by="gpus")
+    plan = plan_traffic(cands, by_gpus, by_table(table))
+    assert plan.chosen is not None and plan.chosen.gpu == "cheap"
+    assert plan.unpriced_gpus == ["cheap"] and plan.chosen.cost is None
+
+
+def test_a_layout_whose_one_replica_ranks_after_the_best_is_not_evaluated() -> None:
+    # TP1: 9/s per GPU, 5 GPUs. One TP8 replica is 8 GPUs > 5: it cannot win, and its curve is
+    # never asked for (the table has none). TP4 (4 GPUs < 5) is: 18/s, 3 replicas, 12 GPUs.
+    t = Traffic(requests_per_s=40, input_tokens=100, output_tokens=100, rank_by="gpus")
+    table = {("h100", 1): linear(10, 0.01), ("h100", 4): linear(20, 0.01)}
+    cands = [candidate("h100", 8), candidate("h100", 4), candidate("h100", 1)]
+    plan = plan_traffic(cands, t, by_table(table))
+    assert plan.chosen is not None and plan.chosen.gpu_count == 5
+    assert plan.skipped == ["TP8 on H100"]
+    assert [o.tensor_parallel for o in plan.options] == [1, 4]
 
 
 COSTS = StepCosts(
