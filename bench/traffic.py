@@ -78,9 +78,8 @@ async def main() -> None:
     print(f"{'POST /plan, every GPU ranked (baseline)':<64} {1.0:>11.2f}")
     name = f"POST /plan with traffic: {gpus} GPUs, {options} GPU x TP options"
     print(f"{name:<64} {traffic / plan:>11.2f}")
-    print(
-        f"{'POST /matrix with traffic: 2 models x 3 formats x every GPU':<64} {matrix / plan:>11.2f}"
-    )
+    name = "POST /matrix with traffic: 2 models x 3 formats x every GPU"
+    print(f"{name:<64} {matrix / plan:>11.2f}")
     print(f"{'core only: traffic plan / plan':<64} {core_traffic / core_plan:>11.2f}")
 
 
