@@ -101,6 +101,7 @@ def test_the_spec_states_every_bound_the_request_decoders_enforce() -> None:
     from service.api.verify import VerifyRequest
     from service.plans.compute import MatrixRequest, OffloadRequest
     from service.plans.evaluate import PlanRequest
+    from service.plans.speed import SpeedRequest
 
     spec = json.loads(openapi_json())
     bodies = [
@@ -116,6 +117,7 @@ def test_the_spec_states_every_bound_the_request_decoders_enforce() -> None:
         CreatePlanBody,
         EditPlanBody,
         ReviewBody,
+        SpeedRequest,
     ]
     json_bodies = {
         content["schema"]["$ref"].rsplit("/", 1)[-1]
