@@ -139,8 +139,9 @@ async def test_the_markdown_plan_has_a_traffic_section(client: Client, priced: N
 async def test_bad_traffic_is_a_problem_naming_the_field(
     client: Client, traffic: dict[str, Any], status: int, field: str
 ) -> None:
-    extra = {"context_tokens": traffic.pop("context_tokens")} if "context_tokens" in traffic else {}
-    body = {**BODY, **extra, "traffic": {**TRAFFIC, **traffic}}
+    changes = dict(traffic)  # the parameter is shared by every backend's run: left as it is
+    extra = {"context_tokens": changes.pop("context_tokens")} if "context_tokens" in changes else {}
+    body = {**BODY, **extra, "traffic": {**TRAFFIC, **changes}}
     response = await client.post("/plan", json=body)
     assert response.status_code == status, response.text
     assert field in [e["field"] for e in response.json()["errors"]]
