@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/serving_calibration.py
 
-Reads tests/data/serving/*.json, keeps the runs marked ``calibration`` (never a ``held_out``
-one: it drops them before predicting anything), and searches a grid of the four fitted
+Reads service/accuracy/cases/serving/*.json, keeps the runs marked ``calibration`` (never a
+``held_out`` one: it drops them before predicting anything), and searches a grid of the four fitted
 factors of service/sizing/serving/efficiency.py: SERVING_FLOPS_SCALE, SERVING_BANDWIDTH_SCALE
 and one per-step overhead shared by the engines. The score is the mean of the median absolute
 errors of output tokens/s and of mean TPOT over the calibration runs the model can predict; the
@@ -15,7 +15,7 @@ import itertools
 import statistics
 from typing import Any
 
-from service.serving_accuracy import load_runs, predict_run, prepare
+from service.accuracy.serving import load_runs, predict_run, prepare
 
 FLOPS_SCALES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 BANDWIDTH_SCALES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

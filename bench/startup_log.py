@@ -14,9 +14,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.sizing.errors import SizingError
-from service.sizing.startup_log import parse_startup_log
+from service.verify.startup_log import parse_startup_log
 
-CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "vllm_logs"
+CASES = Path(__file__).resolve().parents[1] / "service" / "accuracy" / "cases" / "vllm_logs"
 REAL_CASE = CASES / "dennislee-a100-80gb-x2-same-node-qwen2-7b-tp2-util0.5.json"
 LONG_LINES: dict[str, Callable[[int], str]] = {
     "digits after a number's prefix": lambda n: "Maximum concurrency for " + "1" * n,

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         "accuracy", help="the vLLM method against the collected start-up logs: every case"
     )
     accuracy.add_argument(
-        "--readme", metavar="PATH", help="also rewrite the table between the accuracy markers"
+        "--markdown",
+        action="store_true",
+        help="print the report as one markdown page (what docs/accuracy.md holds)",
     )
     accuracy.add_argument(
         "--serving",
@@ -68,20 +70,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "slack-ask":
         return ask.run(args)
     if args.command == "accuracy" and args.serving:
-        from service import serving_accuracy
+        from service.accuracy import serving as serving_accuracy
 
         print(serving_accuracy.render(serving_accuracy.report()))
         return 0
     if args.command == "accuracy":
-        from pathlib import Path
+        from service.accuracy.vllm import render, render_markdown, report
 
-        from service.accuracy import render, report, with_table
-
-        table = render(report())
-        print(table)
-        if args.readme:
-            readme = Path(args.readme)
-            readme.write_text(with_table(readme.read_text(encoding="utf-8"), table), "utf-8")
+        rep = report()
+        if args.markdown:
+            sys.stdout.write(render_markdown(rep))
+        else:
+            print(render(rep))
         return 0
     settings = Settings.from_env()
 

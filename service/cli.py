@@ -33,7 +33,7 @@ from service.sizing.errors import SizingError, require
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan
 from service.sizing.units import label_bytes, to_gb, to_gib
-from service.verify.plan import VllmPlanAnswer
+from service.sizing.vllm.plan import VllmPlanAnswer
 
 COMMANDS = ("plan", "matrix", "offload")
 # --- readable tables ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from service.plans.compute import MatrixRequest, OffloadRequest
 from service.plans.evaluate import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
-from service.verify.plan import VllmPlanAnswer
+from service.sizing.vllm.plan import VllmPlanAnswer
 
 Answer = PlanAnswer | TrainingAnswer | VllmPlanAnswer
 """What POST /plan answers: the seeds' inference plan, a training plan, or the vLLM method's."""

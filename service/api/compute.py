@@ -53,7 +53,7 @@ from service.render.svg import plan_svg
 from service.sizing.cost import CostedMatrix
 from service.sizing.matrix import MAX_MATRIX_CELLS
 from service.sizing.offload import Offload
-from service.verify.plan import VllmPlanAnswer
+from service.sizing.vllm.plan import VllmPlanAnswer
 
 Session = NamedDependency[AsyncSession]
 OPEN = [open_unless_required("viewer")]

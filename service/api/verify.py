@@ -21,19 +21,14 @@ from service.catalogue import lookup
 from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.evaluate import resolve_model
 from service.plans.threads import off_loop
-from service.sizing.engine import (
-    LATEST_ERA,
+from service.sizing.vllm.config import (
     CompileCache,
     EngineConfig,
-    EngineEra,
     KvCacheDtype,
-    LoraRank,
     ModelRunner,
     Quantization,
 )
-from service.sizing.startup_log import parse_startup_log
-from service.verify.compare import VerifyAnswer, compare
-from service.verify.flags import (
+from service.sizing.vllm.flags import (
     BatchedTokens,
     BlockSize,
     Loras,
@@ -41,6 +36,10 @@ from service.verify.flags import (
     Seqs,
     TensorParallel,
 )
+from service.sizing.vllm.lora import LoraRank
+from service.sizing.vllm.releases import LATEST_ERA, EngineEra
+from service.verify.compare import VerifyAnswer, compare
+from service.verify.startup_log import parse_startup_log
 
 Session = NamedDependency[AsyncSession]
 
@@ -105,7 +104,7 @@ async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) ->
         block_size=data.block_size,
         max_num_batched_tokens=data.max_num_batched_tokens,
         max_num_seqs=data.max_num_seqs,
-        version=LATEST_ERA,
+        era=LATEST_ERA,
         int4_group_size=data.int4_group_size,
         compile_cache=data.compile_cache,
         model_runner=data.model_runner,

@@ -9,12 +9,19 @@ import msgspec
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.cost import GpuPrice
 from service.sizing.formats import NumberFormat
-from service.sizing.hardware import GpuSpec, LinkSpec
+from service.sizing.hardware import GpuSpec, LinkSpec, compute_capability_of
 from service.sizing.models import ModelSpec
 
 
 def link_spec_of(row: Interconnect) -> LinkSpec:
     return msgspec.convert(row, LinkSpec, from_attributes=True)
+
+
+def pcie_peer_to_peer(row: Gpu) -> bool:
+    """NVIDIA's GeForce line has PCIe peer-to-peer disabled in the driver; the catalogue keeps
+    no column for it (adding one needs a migration), so the product line its name gives decides:
+    "NVIDIA GeForce RTX 4090"."""
+    return not (row.vendor == "NVIDIA" and "GeForce" in row.name.split())
 
 
 def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
@@ -31,6 +38,9 @@ def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
         fp4=row.fp4,
         gpus_per_node=row.gpus_per_node,
         architecture=row.architecture,
+        vendor=row.vendor or "",
+        compute_capability=compute_capability_of(row.architecture or ""),
+        peer_to_peer=pcie_peer_to_peer(row),
         bf16_dense_flops_per_s=(row.bf16_dense_tflops or 0.0) * 1e12,
         fp8_dense_flops_per_s=(getattr(row, "fp8_dense_tflops", 0.0) or 0.0) * 1e12,
     )

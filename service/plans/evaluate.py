@@ -49,7 +49,7 @@ from service.sizing.training import (
     get_recipe,
     training_plan,
 )
-from service.verify.plan import VllmOptions, vllm_plan
+from service.sizing.vllm.plan import VllmOptions, vllm_plan
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -97,7 +97,7 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
     method: Literal["seed", "vllm"] = "seed"
     """seed: the seeds' budget (capacity x utilisation - overhead); vllm: predict what vLLM
-    reports at start-up (service.sizing.engine), for one ``gpu``, inference only."""
+    reports at start-up (service.sizing.vllm.predict), for one ``gpu``, inference only."""
     vllm: VllmOptions | None = None
     """vLLM's flags for method vllm (null: the engine's defaults for the GPU); with
     ``traffic``, the flags its replicas run with, whatever the method."""

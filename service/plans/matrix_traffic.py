@@ -12,7 +12,7 @@ from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.serving.traffic import Traffic, TrafficCost, validate_traffic
-from service.verify.plan import VllmOptions
+from service.sizing.vllm.plan import VllmOptions
 
 MAX_TRAFFIC_CELLS = 1024
 """The most matrix cells planned for traffic: the shipped catalogue in the default three formats

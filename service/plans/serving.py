@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from service.sizing.cost import GpuPrice
-from service.sizing.engine import EnginePrediction, predict_vllm
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
@@ -30,7 +29,8 @@ from service.sizing.serving.traffic import (
     plan_traffic,
     validate_traffic,
 )
-from service.verify.plan import VllmOptions, engine_config
+from service.sizing.vllm.plan import VllmOptions, engine_config
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
 
 
 def gpu_label(gpu: GpuSpec) -> str:

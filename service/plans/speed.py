@@ -21,14 +21,14 @@ from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.serving.efficiency import Efficiency, Engine
 from service.sizing.serving.loop import Bottleneck, Workload, closed_loop, open_loop
 from service.sizing.serving.traffic import Rate, Tokens
-from service.verify.flags import (
+from service.sizing.vllm.flags import (
     BatchedTokens,
     ModelLen,
     PipelineStages,
     Seqs,
     TensorParallel,
 )
-from service.verify.plan import VllmOptions
+from service.sizing.vllm.plan import VllmOptions
 
 MAX_SWEEP_POINTS = 64
 DEFAULT_MAX_MODEL_LEN = 8192

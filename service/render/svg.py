@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from service.plans.evaluate import PlanAnswer
 from service.sizing.units import to_gb, to_gib
-from service.verify.plan import VllmPlanAnswer
+from service.sizing.vllm.plan import VllmPlanAnswer
 
 SVG = "image/svg+xml"
 MAX_BARS = 8

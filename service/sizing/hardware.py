@@ -1,5 +1,6 @@
 """GPUs and links as the core sees them: capacities in bytes, bandwidths in bytes per second."""
 
+import re
 from typing import Literal
 
 import msgspec
@@ -40,10 +41,23 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
     architecture: str = ""
     """The catalogue's generation and ISA, "Hopper (sm_90)": the serving model's efficiency
     factors belong to the generation it names first."""
+    vendor: str = ""
+    """The catalogue's vendor: "NVIDIA", "AMD" (vLLM's ROCm build), "Intel"."""
+    compute_capability: tuple[int, int] | None = None
+    """The CUDA compute capability the catalogue's architecture names ("Hopper (sm_90)": (9, 0),
+    ``compute_capability_of``); None for a GPU without one (AMD, Intel) or not stated."""
+    peer_to_peer: bool = True
+    """Whether two of these GPUs can read each other's memory over PCIe (NVIDIA's GeForce cards
+    cannot: the driver disables it), which vLLM's custom all-reduce needs without NVLink."""
     bf16_dense_flops_per_s: float = 0.0
     """Dense (no sparsity) BF16 tensor-core peak; 0 when unknown."""
     fp8_dense_flops_per_s: float = 0.0
     """Dense FP8 tensor-core peak; 0 when the GPU has no FP8 tensor cores or it is unknown."""
+
+    @property
+    def is_hopper(self) -> bool:
+        """Compute capability 9.x (H100, H200, GH200)."""
+        return self.compute_capability is not None and self.compute_capability[0] == 9
 
     def capacity_bytes(self, basis: CapacityBasis) -> int:
         """The bytes a plan fills. A GPU without a driver figure counts its marketed figure in
@@ -64,3 +78,14 @@ def validate_gpu(gpu: GpuSpec, field: str = "gpu") -> GpuSpec:
     require(gpu.hbm_bytes_per_s > 0, f"{field}.hbm_bytes_per_s", "must be positive")
     require(gpu.gpus_per_node > 0, f"{field}.gpus_per_node", "must be positive")
     return gpu
+
+
+_SM = re.compile(r"\bsm_(\d+)(\d)\b")
+
+
+def compute_capability_of(architecture: str) -> tuple[int, int] | None:
+    """The compute capability in a catalogue architecture's ISA: "Hopper (sm_90)" -> (9, 0),
+    "Blackwell (sm_100)" -> (10, 0), "Ada Lovelace (sm_89)" -> (8, 9); None without an sm_
+    figure ("CDNA 3 (gfx942)")."""
+    m = _SM.search(architecture)
+    return (int(m[1]), int(m[2])) if m else None

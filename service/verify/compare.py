@@ -4,29 +4,20 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.engine import (
-    HOPPER_SLUGS,
-    LORA_RANKS,
-    EngineConfig,
-    EngineEra,
-    EnginePrediction,
-    Quantization,
-    custom_all_reduce,
-    era_of_version,
-    for_release,
-    kv_cache_dtype_of,
-    mla_weights_of,
-    predict_vllm,
-    quantization_of,
-    runs_on_model_runner_v2,
-    unsloth_keeps_nested_absmax,
-)
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.startup_log import StartupLog
 from service.sizing.units import GiB
-from service.verify.flags import (
+from service.sizing.vllm.bitsandbytes import unsloth_keeps_nested_absmax
+from service.sizing.vllm.budget import custom_all_reduce
+from service.sizing.vllm.config import (
+    EngineConfig,
+    Quantization,
+    for_release,
+    kv_cache_dtype_of,
+    quantization_of,
+)
+from service.sizing.vllm.flags import (
     MAX_BATCHED_TOKENS,
     MAX_GPU_BYTES,
     MAX_LORAS,
@@ -35,6 +26,11 @@ from service.verify.flags import (
     MAX_SEQS,
     MAX_TENSOR_PARALLEL,
 )
+from service.sizing.vllm.lora import LORA_RANKS
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
+from service.sizing.vllm.releases import EngineEra, era_of_version, last_of, release_rules
+from service.sizing.vllm.runner import runs_on_model_runner_v2
+from service.verify.startup_log import StartupLog
 
 Severity = Literal["info", "warning", "problem"]
 
@@ -75,9 +71,9 @@ ECHOED_RANGES: dict[str, tuple[float, float]] = {
     "max_lora_rank": (1, max(LORA_RANKS)),
 }
 """What a flag the log echoes may be for the prediction to use it: the requests' own bounds
-(``service.verify.flags``). A value outside them (an edited or corrupted log: utilisation 0.0, a
-pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently replaced by
-the request's value or a default."""
+(``service.sizing.vllm.flags``). A value outside them (an edited or corrupted log: utilisation
+0.0, a pipeline of 0 stages) is the log's fault and a 422 naming ``log``, never silently
+replaced by the request's value or a default."""
 
 
 def check_echoed_flags(log: StartupLog) -> None:
@@ -102,8 +98,8 @@ def config_from_log(
     )
     kv = kv_cache_dtype_of(log.kv_cache_dtype) if log.kv_cache_dtype else base.kv_cache_dtype
     # A release before the modelled ones is the pasted log's fault: the error names it.
-    version = era or (
-        era_of_version(log.vllm_version, base.version, "log") if log.vllm_version else base.version
+    engine_era = era or (
+        era_of_version(log.vllm_version, base.era, "log") if log.vllm_version else base.era
     )
     config = msgspec.structs.replace(
         base,
@@ -123,13 +119,13 @@ def config_from_log(
         ),
         kv_cache_dtype=kv,
         quantization=quant,
-        version=version,
+        era=engine_era,
         enable_lora=log.enable_lora if log.enable_lora is not None else base.enable_lora,
         max_loras=log.max_loras or base.max_loras,
         max_lora_rank=log.max_lora_rank or base.max_lora_rank,
     )
     if not log.vllm_version:
-        config = msgspec.structs.replace(config, mla_weights=mla_weights_of(None, version))
+        config = msgspec.structs.replace(config, mla_weights=last_of(engine_era).mla_weights)
     else:
         config = for_release(config, log.vllm_version)
         # The release refines the era's rules only where the era was read from the log.
@@ -166,7 +162,7 @@ def activation_cause(
                 "Higher than a restart: torch.compile compiled during this start (a new cache, "
                 "image or flag change); plan with compile_cache cold for first starts. " + general
             )
-    if config.version == "v0":
+    if release_rules(config.era, config.release).engine == "V0":
         return (
             "V0 profiles max_num_batched_tokens (max(max_model_len, 2048) unless set) in one "
             "forward pass, then samples max_num_seqs rows of the whole vocabulary. " + general
@@ -191,7 +187,8 @@ def non_torch_cause(gpu: GpuSpec, config: EngineConfig, logged: int | None, pred
             "for a V0 log, one that was there when the engine measured its baseline), or a "
             "runtime that keeps more outside torch (WSL2, unified-memory parts)."
         )
-    if tp > 2 and gpu.slug.startswith(HOPPER_SLUGS) and config.version == "v0":
+    v0 = release_rules(config.era, config.release).engine == "V0"
+    if tp > 2 and gpu.is_hopper and v0:
         return (
             "NCCL's NVLink SHARP (NVLS) buffers on Hopper with NVSwitch and more than two GPUs "
             "(vLLM issue #9699: NCCL_NVLS_ENABLE=0 frees them), or another process."
@@ -226,7 +223,8 @@ def compare(
 
     if log.weights_bytes is not None:
         # V0 prints the driver's figure: rank 0, the first pipeline stage.
-        expected = p.stage_weights_bytes[0] if config.version == "v0" else g.weights_bytes
+        v0 = release_rules(config.era, config.release).engine == "V0"
+        expected = p.stage_weights_bytes[0] if v0 else g.weights_bytes
         ratio = log.weights_bytes / expected if expected else 0.0
         rel = _rel(log.weights_bytes, expected)
         if 1.8 <= ratio <= 2.2:

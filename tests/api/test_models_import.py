@@ -11,6 +11,7 @@ from tests.conftest import new_key
 
 Client = AsyncTestClient[Litestar]
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+LOG_CONFIGS = Path(__file__).resolve().parents[2] / "service/accuracy/cases/vllm_logs/configs"
 GB = 10**9
 
 
@@ -188,7 +189,7 @@ async def test_an_imported_qwen3_next_plans_with_its_linear_layers(
     # replicated routers, 48 x 2,048 x 512 x 2 B / 2 = 79,758,277,376 B; the
     # attention block grows to 544 tokens (a 548,864 B state against 1,024 B a token, in
     # multiples of 16), a page of 557,056 B, in 4 groups of 12 layers (1 full, 3 linear).
-    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    path = LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json"
     body = {"slug": "my-qwen3-next", "config_json": json.loads(path.read_text())}
     response = await client.post("/models/import", json=body, headers=admin_headers)
     assert response.status_code == 201, response.text
@@ -246,9 +247,7 @@ async def test_an_imported_vision_models_replicated_params_survive_the_catalogue
     # tensor-parallel rank (tests/catalogue/test_hf_config.py works the 1,673,984); stored in
     # the column migration 0009 adds and read back, so a plan on the stored row splits as the
     # import did.
-    raw = json.loads(
-        (CONFIGS.parent / "vllm_logs" / "configs" / "qwen2.5-vl-7b-instruct.json").read_text()
-    )
+    raw = json.loads((LOG_CONFIGS / "qwen2.5-vl-7b-instruct.json").read_text())
     body = {"slug": "my-qwen2.5-vl", "config_json": {k: v for k, v in raw.items() if k[0] != "_"}}
     response = await client.post("/models/import", json=body, headers=admin_headers)
     assert response.status_code == 201, response.text

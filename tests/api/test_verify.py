@@ -9,7 +9,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 Client = AsyncTestClient[Litestar]
-CASES = Path(__file__).resolve().parent.parent / "data" / "vllm_logs"
+CASES = Path(__file__).resolve().parents[2] / "service" / "accuracy" / "cases" / "vllm_logs"
 
 
 def _log(case: str) -> str:

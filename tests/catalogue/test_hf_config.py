@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from service.catalogue.hf_config import FAMILIES, _Config, import_config
+from service.catalogue.hf_config import import_config
+from service.catalogue.hf_config.families import FAMILIES
+from service.catalogue.hf_config.reader import Config
 from service.sizing.errors import SizingError
 from service.sizing.formats import FORMATS
 from service.sizing.params import linear_weights
@@ -207,7 +209,7 @@ def test_gptq_int4_stores_group_scales_and_zeros() -> None:
     assert stored.unquantized_bytes == (8_030_261_248 - 6_979_321_856) * 2
 
 
-LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "configs"
+LOG_CONFIGS = Path(__file__).resolve().parents[2] / "service/accuracy/cases/vllm_logs/configs"
 
 
 def log_config(name: str) -> dict[str, Any]:
@@ -282,8 +284,8 @@ def test_rotary_caches_follow_the_rope_each_config_names() -> None:
 
 
 def test_qwen3_next_counts_the_published_totals() -> None:
-    # Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/, with its sources), counted from vLLM's
-    # qwen3_next.py layer by layer:
+    # Qwen3-Next-80B-A3B (service/accuracy/cases/vllm_logs/configs/, with its sources), counted
+    # from vLLM's qwen3_next.py layer by layer:
     #   embedding + untied head: 2 x 151,936 x 2,048 = 622,329,856
     #   12 gated full-attention layers: q_proj (queries and their gate) 2,048 x 8,192, k and v
     #     2,048 x 512 each, o 4,096 x 2,048, q/k norms 2 x 256: 27,263,488 each = 327,161,856
@@ -295,7 +297,7 @@ def test_qwen3_next_counts_the_published_totals() -> None:
     #   norms: 97 x 2,048 = 198,656
     # = 79,674,391,296, the published total of the architecture; active = total - 48 x 512
     # routed experts + 48 x 10 of them = 3,874,929,408 (the published active count).
-    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    path = LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json"
     imported = import_config(json.loads(path.read_text()), "qwen3-next-80b-a3b")
     assert imported.params.total == 79_674_391_296
     assert imported.params.active == 3_874_929_408
@@ -312,7 +314,7 @@ def test_qwen3_next_counts_the_published_totals() -> None:
 
 
 def test_qwen3_next_linear_sizes_are_required() -> None:
-    path = CONFIGS.parent / "vllm_logs" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    path = LOG_CONFIGS / "qwen3-next-80b-a3b-instruct.json"
     raw = json.loads(path.read_text())
     del raw["linear_num_value_heads"]
     with pytest.raises(SizingError) as err:
@@ -419,6 +421,6 @@ def test_a_specs_linear_matrices_are_the_configs_without_shared_experts(name: st
     # count, so those stay 16-bit (none of these models but DeepSeek-V3 has one).
     raw = config(name)
     model_type = raw["model_type"]
-    layout = FAMILIES[model_type](_Config(raw["text_config"] if model_type == "gemma3" else raw))
+    layout = FAMILIES[model_type](Config(raw["text_config"] if model_type == "gemma3" else raw))
     matrices = sum(w.params for w in linear_weights(layout[0]) if w.kind != "shared_expert")
     assert decoder_linear_params(import_config(raw, name).spec) == matrices

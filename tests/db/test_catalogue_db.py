@@ -192,7 +192,7 @@ def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: 
 
 
 HF_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
-LOG_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs" / "configs"
+LOG_CONFIGS = Path(__file__).resolve().parents[2] / "service/accuracy/cases/vllm_logs/configs"
 SHIPPED_CONFIGS = {
     **{path.stem: path for path in HF_CONFIGS.glob("*.json")},
     # The shipped Gemma 3 row is the text model; Qwen3-Next's config sits with its logs.

@@ -1,17 +1,16 @@
 """The accuracy report over the collected real start-up logs (service/accuracy.py).
 
-The counts are what ``python -m service accuracy`` prints today; README.md carries the same table
-(a drift test keeps them equal). The issue's bar: KV tokens within 5% in >= 90% of the cases,
-weights within 1%, every logged failure predicted as a failure.
+The counts are what ``python -m service accuracy`` prints today; docs/accuracy.md is its
+``--markdown`` page (tests/docs/test_accuracy_page.py keeps the two equal). The issue's bar: KV
+tokens within 5% in >= 90% of the cases, weights within 1%, every logged failure predicted as a
+failure.
 """
 
 import json
 import shutil
 from pathlib import Path
 
-from service.accuracy import CASES_DIR, TABLE_END, TABLE_START, render, report
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from service.accuracy.vllm import CASES_DIR, render, report
 
 
 def _copy(tmp_path: Path, case: str, **logged: object) -> Path:
@@ -19,13 +18,6 @@ def _copy(tmp_path: Path, case: str, **logged: object) -> Path:
     data["logged"].update(logged)
     (tmp_path / f"{case}.json").write_text(json.dumps(data))
     return tmp_path
-
-
-def test_readme_table_is_the_current_report() -> None:
-    # Regenerate with: python -m service accuracy --readme README.md
-    text = README.read_text(encoding="utf-8")
-    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
-    assert block == render(report()).strip()
 
 
 def test_page_arithmetic_matches_every_log_that_states_memory_and_tokens() -> None:

@@ -1,4 +1,4 @@
-"""The serving model against the public benchmark runs (service/serving_accuracy.py).
+"""The serving model against the public benchmark runs (service/accuracy/serving.py).
 
 The bar (issue 17, point 5), on the held-out half only: median absolute error <= 15% on output
 tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
@@ -7,7 +7,7 @@ tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
 import pytest
 
 from service.__main__ import main
-from service.serving_accuracy import figures, load_runs, report
+from service.accuracy.serving import figures, load_runs, report
 
 HELD_OUT_FIGURES = (
     "held-out half, first and only evaluation of the constants fitted on the calibration half: "

@@ -1,9 +1,10 @@
-"""The public serving-benchmark runs in tests/data/serving (issue 17, point 5: accuracy data).
+"""The public serving-benchmark runs in service/accuracy/cases/serving (issue 17, point 5:
+accuracy data).
 
 Each file is one run copied from a public source: the commands, the setup and the result block's
 exact lines. These tests check the records against their own lines (every recorded number is the
-number printed), the calibration/held-out rule of tests/data/serving/README.md, and the coverage
-the issue asks for. No service code reads the files yet.
+number printed), the calibration/held-out rule of service/accuracy/cases/serving/README.md, and
+the coverage the issue asks for. No service code reads the files yet.
 """
 
 import hashlib
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = ROOT / "tests" / "data" / "serving"
+DATA_DIR = ROOT / "service" / "accuracy" / "cases" / "serving"
 GPUS_JSON = ROOT / "service" / "catalogue" / "data" / "gpus.json"
 
 FIELDS = {

@@ -8,7 +8,6 @@ MoE layers: gate, up and down projections) at the format's bytes per parameter.
 
 import msgspec
 
-from service.sizing.engine import EnginePrediction
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -22,6 +21,7 @@ from service.sizing.serving.loop import (
     open_loop,
 )
 from service.sizing.serving.step import StepCosts
+from service.sizing.vllm.predict import EnginePrediction
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
 """Bytes per routed-expert parameter in each weight format: MXFP4 is 4 bits plus an 8-bit scale

@@ -28,6 +28,8 @@ NVLINK_C2C = LinkSpec(slug="nvlink-c2c", kind="c2c", bytes_per_s_per_direction=4
 
 H100 = GpuSpec(
     slug="h100-sxm",
+    vendor="NVIDIA",
+    compute_capability=(9, 0),
     memory_bytes=80 * GB,
     driver_visible_bytes=81_559 * 2**20,
     hbm_bytes_per_s=3_350 * GB,
@@ -37,6 +39,8 @@ H100 = GpuSpec(
 )
 H200 = GpuSpec(
     slug="h200",
+    vendor="NVIDIA",
+    compute_capability=(9, 0),
     memory_bytes=141 * GB,
     driver_visible_bytes=143_771 * 2**20,
     hbm_bytes_per_s=4_800 * GB,
@@ -46,6 +50,8 @@ H200 = GpuSpec(
 )
 B200 = GpuSpec(
     slug="b200",
+    vendor="NVIDIA",
+    compute_capability=(10, 0),
     memory_bytes=192 * GB,
     driver_visible_bytes=183_359 * 2**20,
     hbm_bytes_per_s=8_000 * GB,
@@ -56,6 +62,9 @@ B200 = GpuSpec(
 )
 A100_80 = GpuSpec(
     slug="a100-80gb",
+    name="NVIDIA A100 80GB",
+    vendor="NVIDIA",
+    compute_capability=(8, 0),
     memory_bytes=80 * GB,
     driver_visible_bytes=81_920 * 2**20,
     hbm_bytes_per_s=2_039 * GB,
@@ -64,6 +73,8 @@ A100_80 = GpuSpec(
 )
 L40S = GpuSpec(
     slug="l40s",
+    vendor="NVIDIA",
+    compute_capability=(8, 9),
     memory_bytes=48 * GB,
     driver_visible_bytes=46_068 * 2**20,
     hbm_bytes_per_s=864 * GB,
@@ -72,6 +83,10 @@ L40S = GpuSpec(
 )
 RTX_4090 = GpuSpec(
     slug="rtx-4090",
+    name="NVIDIA GeForce RTX 4090",
+    vendor="NVIDIA",
+    compute_capability=(8, 9),
+    peer_to_peer=False,
     memory_bytes=24 * GB,
     driver_visible_bytes=24_564 * 2**20,
     hbm_bytes_per_s=1_008 * GB,
@@ -177,9 +192,9 @@ GEMMA_3_27B = ModelSpec(
     layer_types=(("sliding",) * 5 + ("full",)) * 10 + ("sliding",) * 2,
 )
 
-# Qwen3-Next-80B-A3B (tests/data/vllm_logs/configs/qwen3-next-80b-a3b-instruct.json, with its
-# sources): 48 layers, every 4th gated full attention (16 heads, 2 KV heads of 256, rope over
-# 64 of them), the others Gated DeltaNet (16 key heads and 32 value heads of 128, convolution
+# Qwen3-Next-80B-A3B (service/accuracy/cases/vllm_logs/configs/qwen3-next-80b-a3b-instruct.json,
+# with its sources): 48 layers, every 4th gated full attention (16 heads, 2 KV heads of 256, rope
+# over 64 of them), the others Gated DeltaNet (16 key heads and 32 value heads of 128, convolution
 # width 4); 512 experts of 512, 10 a token, one shared expert. 79,674,391,296 parameters, the
 # published total (see tests/catalogue/test_hf_config.py for the count).
 QWEN3_NEXT_80B = ModelSpec(

@@ -1,37 +1,25 @@
 """The vLLM method: page and block arithmetic, weights as loaded, the budget and the log lines.
 
 Numbers are worked by hand from vLLM's rules (docs/reference/models.md) and the fitted
-constants documented in service/sizing/engine.py.
+constants documented in service/sizing/vllm/calibration.py.
 """
 
 import msgspec
 import pytest
 
-from service.sizing.engine import (
-    EngineConfig,
-    EnginePrediction,
-    custom_all_reduce,
-    era_of_version,
-    hybrid_block_size,
-    kv_cache_dtype_of,
-    kv_groups,
-    loaded_weight_bytes,
-    mla_extra_bytes,
-    mla_latent_cache_of,
-    mla_weights_of,
-    mxfp4_backend_for,
-    mxfp4_expert_bytes,
-    offloaded_layer_bytes,
-    pipeline_partition,
-    predict_vllm,
-    quantization_of,
-    rope_cache_bytes,
-    v0_forward_peak_bytes,
-    w4a16_expert_bytes,
-)
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
+from service.sizing.vllm.activation import v0_forward_peak_bytes
+from service.sizing.vllm.budget import custom_all_reduce, pipeline_partition
+from service.sizing.vllm.config import EngineConfig, for_release, kv_cache_dtype_of, quantization_of
+from service.sizing.vllm.int4 import w4a16_expert_bytes
+from service.sizing.vllm.kv_cache import hybrid_block_size, kv_groups
+from service.sizing.vllm.mla import mla_extra_bytes
+from service.sizing.vllm.mxfp4 import mxfp4_backend_for, mxfp4_expert_bytes
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
+from service.sizing.vllm.releases import era_of_version, last_of
+from service.sizing.vllm.weights import loaded_weight_bytes, offloaded_layer_bytes, rope_cache_bytes
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GPT_OSS_120B,
@@ -45,6 +33,8 @@ from tests.unit.sizing.specs import (
 GIB = 2**30
 H100 = GpuSpec(
     slug="h100-sxm",
+    vendor="NVIDIA",
+    compute_capability=(9, 0),
     memory_bytes=80_000_000_000,
     driver_visible_bytes=85_520_809_984,
     hbm_bytes_per_s=3_350_000_000_000,
@@ -115,15 +105,22 @@ def test_mxfp4_triton_from_0_17_pads_the_packed_weights_to_64() -> None:
     # -> 1,472, H = 2,880] adds 32 x 2,880 = 92,160 B. 14,060,160 + 276,480 = 14,336,640 B an
     # expert; x 4,608 = 66,063,237,120; + 4,255,115,904 = 70,318,353,024 B.
     assert loaded_weight_bytes(GPT_OSS_120B, "mxfp4", 1, "triton-padded") == 70_318_353_024
-    assert mxfp4_backend_for(H100, "v1-0.19") == mxfp4_backend_for(H100, "v1-cudagraph")
-    assert mxfp4_backend_for(H100, "v1-0.19") == "triton-padded"
+    assert mxfp4_backend_for(H100, last_of("v1-0.19")) == mxfp4_backend_for(
+        H100, last_of("v1-cudagraph")
+    )
+    assert mxfp4_backend_for(H100, last_of("v1-0.19")) == "triton-padded"
 
 
 def test_mxfp4_backend_follows_gpu_and_version() -> None:
-    a100 = GpuSpec(slug="a100-80gb", memory_bytes=80 * 10**9, hbm_bytes_per_s=2 * 10**12)
-    assert mxfp4_backend_for(a100, "v1-0.11") == "marlin"
-    assert mxfp4_backend_for(H100, "v1-0.10") == "marlin"  # 0.10.1 wheels: torch 2.7.1
-    assert mxfp4_backend_for(H100, "v1-0.11") == "triton"
+    a100 = GpuSpec(
+        slug="a100-80gb",
+        name="NVIDIA A100 80GB",
+        memory_bytes=80 * 10**9,
+        hbm_bytes_per_s=2 * 10**12,
+    )
+    assert mxfp4_backend_for(a100, last_of("v1-0.11")) == "marlin"
+    assert mxfp4_backend_for(H100, last_of("v1-0.10")) == "marlin"  # 0.10.1 wheels: torch 2.7.1
+    assert mxfp4_backend_for(H100, last_of("v1-0.11")) == "triton"
     p = predict_vllm(GPT_OSS_120B, a100, EngineConfig(quantization="mxfp4", tensor_parallel_size=4))
     # The loaded weights plus the rotary cache every rank builds, 131,072 x 64 x 2 B, plus the
     # routers each rank holds whole (vLLM replicates them): 36 x 2,880 x 128 x 2 B, of which a
@@ -176,9 +173,15 @@ def test_log_vocabulary_maps_onto_the_engine_config() -> None:
         era_of_version("0.2.7")
     assert e.value.field == "vllm_version"
     # The MLA latent cache arrived in 0.7.1; "0.7.x" means the minor's last patch.
-    assert not mla_latent_cache_of("0.6.4") and not mla_latent_cache_of("0.7.0")
-    assert mla_latent_cache_of("0.7.1") and mla_latent_cache_of("0.7.x")
-    assert mla_latent_cache_of("0.1.dev7548+gbaba038")
+    assert (
+        not for_release(EngineConfig(), "0.6.4").mla_latent_cache
+        and not for_release(EngineConfig(), "0.7.0").mla_latent_cache
+    )
+    assert (
+        for_release(EngineConfig(), "0.7.1").mla_latent_cache
+        and for_release(EngineConfig(), "0.7.x").mla_latent_cache
+    )
+    assert for_release(EngineConfig(), "0.1.dev7548+gbaba038").mla_latent_cache
     # compressed-tensors and modelopt checkpoints load FP8 linear layers; unknown methods 16-bit.
     assert quantization_of("compressed-tensors") == quantization_of("modelopt") == "fp8"
     assert quantization_of("MXFP4") == "mxfp4"
@@ -189,7 +192,12 @@ def test_log_vocabulary_maps_onto_the_engine_config() -> None:
 
 def test_defaults_depend_on_the_gpu() -> None:
     # An A100 (or any GPU under 70 GiB) gets vllm serve's smaller defaults: 2048 tokens, 256 seqs.
-    a100 = GpuSpec(slug="a100-80gb", memory_bytes=80 * 10**9, hbm_bytes_per_s=2 * 10**12)
+    a100 = GpuSpec(
+        slug="a100-80gb",
+        name="NVIDIA A100 80GB",
+        memory_bytes=80 * 10**9,
+        hbm_bytes_per_s=2 * 10**12,
+    )
     p = predict_vllm(LLAMA_8B, a100, EngineConfig(gpu_total_bytes=80 * GIB, max_model_len=8192))
     assert (p.defaults.max_num_batched_tokens, p.defaults.max_num_seqs) == (2048, 256)
     assert "A100" in p.defaults.rule
@@ -199,20 +207,22 @@ def test_from_0_28_a_gpu_of_160_gib_gets_the_largest_defaults() -> None:
     # vLLM 0.28.0's get_batch_defaults: >= 160 GiB (torch's total; an MI300X shows 191.98)
     # gives 16,384 batched tokens and 1,024 sequences to vllm serve and the LLM class alike;
     # 0.27 and earlier stop at the >= 70 GiB tier (8,192 for vllm serve, 16,384 for the class).
-    mi300x = GpuSpec(slug="mi300x", memory_bytes=192 * 10**9, hbm_bytes_per_s=5 * 10**12)
+    mi300x = GpuSpec(
+        slug="mi300x", vendor="AMD", memory_bytes=192 * 10**9, hbm_bytes_per_s=5 * 10**12
+    )
     base = EngineConfig(gpu_total_bytes=round(191.98 * GIB), max_model_len=8192)
 
     def defaults(**flags: object) -> tuple[int, int]:
         d = predict_vllm(LLAMA_8B, mi300x, msgspec.structs.replace(base, **flags)).defaults
         return (d.max_num_batched_tokens, d.max_num_seqs)
 
-    assert defaults(version="v2-all") == (16384, 1024)
-    assert defaults(version="v2-runner", release=(0, 28, 0)) == (16384, 1024)
-    assert defaults(version="v2-runner", release=(0, 27, 1)) == (8192, 1024)
-    assert defaults(version="v2-runner", release=(0, 27, 1), usage="llm_class") == (16384, 1024)
-    assert defaults(version="v1-0.19") == (8192, 1024)
+    assert defaults(era="v2-all") == (16384, 1024)
+    assert defaults(era="v2-runner", release=(0, 28, 0)) == (16384, 1024)
+    assert defaults(era="v2-runner", release=(0, 27, 1)) == (8192, 1024)
+    assert defaults(era="v2-runner", release=(0, 27, 1), usage="llm_class") == (16384, 1024)
+    assert defaults(era="v1-0.19") == (8192, 1024)
     # An H200 (139.8 GiB) stays in the >= 70 GiB tier on every release.
-    h200 = msgspec.structs.replace(base, gpu_total_bytes=round(139.81 * GIB), version="v2-all")
+    h200 = msgspec.structs.replace(base, gpu_total_bytes=round(139.81 * GIB), era="v2-all")
     assert predict_vllm(LLAMA_8B, mi300x, h200).defaults.max_num_batched_tokens == 8192
 
 
@@ -260,7 +270,7 @@ def test_v019_budget_has_the_smaller_sampler_and_no_graph_deduction() -> None:
     # Weights 16,060,522,496 + the 33,554,432 B rotary cache = 16,094,076,928.
     # KV = 80,775,469,484 - 16,094,076,928 - 2,048,812,646 - 257,698,038 = 62,374,881,872
     # -> 29,742 blocks of 2,097,152 B (32 layers x 16 x 4,096 B) -> 475,872 tokens.
-    config = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-0.19")
+    config = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, era="v1-0.19")
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.activation_bytes == 2_048_812_646
     assert p.per_gpu.non_torch_bytes == 257_698_038
@@ -273,7 +283,7 @@ def test_cudagraph_era_subtracts_the_graph_estimate_and_all_reduce_buffers() -> 
     # 0.21+: the same budget less the 1.33 GiB graph estimate (1,428,076,216 B):
     # 62,374,881,872 - 1,428,076,216 = 60,946,805,656 -> 29,061 blocks -> 464,976 tokens
     # (concurrency x max_model_len = 29,061 / 512 x 8,192, the same for one layer group).
-    base = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, version="v1-cudagraph")
+    base = EngineConfig(max_model_len=8192, gpu_memory_utilization=0.95, era="v1-cudagraph")
     p = predict_vllm(LLAMA_8B, H100, base)
     assert p.per_gpu.cuda_graph_bytes == 1_428_076_216
     assert p.per_gpu.kv_cache_bytes == 60_946_805_656
@@ -295,7 +305,9 @@ def test_custom_all_reduce_needs_nvlink_or_two_p2p_gpus() -> None:
     # vLLM's CustomAllreduce: fully connected GPUs (NVLink), or two PCIe GPUs with P2P;
     # GeForce cards have no P2P; more than two PCIe-only GPUs are refused.
     pcie = GpuSpec(slug="l40s", memory_bytes=48 * 10**9, hbm_bytes_per_s=864 * 10**9)
-    geforce = GpuSpec(slug="rtx-4090", memory_bytes=24 * 10**9, hbm_bytes_per_s=10**12)
+    geforce = GpuSpec(
+        slug="rtx-4090", memory_bytes=24 * 10**9, hbm_bytes_per_s=10**12, peer_to_peer=False
+    )
     nvlinked = msgspec.structs.replace(
         H100, nvlink=LinkSpec(slug="nvlink-4", kind="nvlink", bytes_per_s_per_direction=450e9)
     )
@@ -314,7 +326,7 @@ def test_pipeline_stages_hold_their_own_weights_and_the_last_samples() -> None:
     # limits: 77,309,411,328 - 8,063,815,680 - 5,101,018,152 - 139,586,437 = 64,004,991,059
     # -> 61,039 blocks of 16 layers x 16 x 4,096 B = 1,048,576 -> 976,624 tokens.
     config = EngineConfig(
-        max_model_len=8192, pipeline_parallel_size=2, gpu_total_bytes=80 * GIB, version="v1-0.11"
+        max_model_len=8192, pipeline_parallel_size=2, gpu_total_bytes=80 * GIB, era="v1-0.11"
     )
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.weights_bytes == 8_063_815_680
@@ -327,7 +339,7 @@ def test_pipeline_stages_hold_their_own_weights_and_the_last_samples() -> None:
 def test_graphs_captured_after_the_cache_need_room_outside_the_budget() -> None:
     # Before 0.21 graphs are captured after the KV cache takes utilisation x total: at 1.0
     # nothing is left (vLLM issue #13074's CUDA OOM); eager mode captures none.
-    full = EngineConfig(max_model_len=8192, gpu_memory_utilization=1.0, version="v1-0.11")
+    full = EngineConfig(max_model_len=8192, gpu_memory_utilization=1.0, era="v1-0.11")
     p = predict_vllm(LLAMA_8B, H100, full)
     assert not p.starts and p.failure is not None and "capturing CUDA graphs" in p.failure
     eager = predict_vllm(LLAMA_8B, H100, msgspec.structs.replace(full, enforce_eager=True))
@@ -335,7 +347,7 @@ def test_graphs_captured_after_the_cache_need_room_outside_the_budget() -> None:
     # 0.21+ reserve the estimate inside the budget, but from 0.17 the engine first checks that
     # utilisation x total is free at start-up: the CUDA context holds 0.51 GiB at TP 1, so 0.99
     # (79.19 x 0.99 = 78.40 < 79.19 - 0.51 = 78.68) starts and 1.0 does not.
-    later = msgspec.structs.replace(full, version="v1-cudagraph")
+    later = msgspec.structs.replace(full, era="v1-cudagraph")
     refused = predict_vllm(LLAMA_8B, H100, later)
     assert not refused.starts and refused.failure is not None
     assert "Free memory on device" in refused.failure
@@ -363,10 +375,10 @@ def test_hybrid_tokens_line_is_concurrency_times_length_from_0_21() -> None:
         layer_types=("sliding",) * 5 + ("full",),
     )
     base = EngineConfig(
-        max_model_len=8192, max_num_batched_tokens=2048, enforce_eager=True, version="v1-0.19"
+        max_model_len=8192, max_num_batched_tokens=2048, enforce_eager=True, era="v1-0.19"
     )
     old = predict_vllm(toy, H100, base)
-    new = predict_vllm(toy, H100, msgspec.structs.replace(base, version="v1-cudagraph"))
+    new = predict_vllm(toy, H100, msgspec.structs.replace(base, era="v1-cudagraph"))
     blocks = old.per_gpu.num_blocks
     assert new.per_gpu.num_blocks == blocks and new.blocks_per_request == 1_477
     assert old.kv_cache_tokens == blocks // 6 * 16
@@ -378,8 +390,8 @@ def test_mla_cache_layouts_by_release() -> None:
     # the latent is 576 x 2 = 1,152 B a token a layer; V0 aligns it to 1,280 B (256-byte
     # entries); before 0.7.1 the cache held K and V of 256 values for 128 / 8 = 16 heads:
     # 2 x 16 x 256 x 2 = 16,384 B. A block of 16 tokens x 61 layers.
-    mla = EngineConfig(tensor_parallel_size=8, max_model_len=4096, version="v1-0.11")
-    v0 = msgspec.structs.replace(mla, version="v0")
+    mla = EngineConfig(tensor_parallel_size=8, max_model_len=4096, era="v1-0.11")
+    v0 = msgspec.structs.replace(mla, era="v0")
     pre = msgspec.structs.replace(v0, mla_latent_cache=False)
     expected = {mla: 1_152, v0: 1_280, pre: 16_384}
     for config, per_token in expected.items():
@@ -409,7 +421,7 @@ def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
     # MLP over 8,192 batched tokens, 8,192 x (3 x 14,336 + 2 x 4,096) x 2 B = 838,860,800 B,
     # above the sampler's 16-bit logits, 1,024 x 128,256 x 2 = 262,668,288 B, which set the
     # peak when the batch is small (256 tokens: 26,214,400 B of MLP).
-    config = EngineConfig(max_model_len=8192, version="v2-runner")
+    config = EngineConfig(max_model_len=8192, era="v2-runner")
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.cuda_graph_bytes == 0
     assert p.per_gpu.activation_bytes == 1_406_603_264
@@ -420,7 +432,7 @@ def test_model_runner_v2_serves_dense_models_without_a_graph_term() -> None:
     small = msgspec.structs.replace(config, compile_cache="warm", max_num_batched_tokens=256)
     assert predict_vllm(LLAMA_8B, H100, small).per_gpu.activation_bytes == 262_668_288
     # An MoE model keeps the original runner: the 0.21 budget, graph estimate included.
-    moe = predict_vllm(GPT_OSS_120B, H100, EngineConfig(quantization="mxfp4", version="v2-runner"))
+    moe = predict_vllm(GPT_OSS_120B, H100, EngineConfig(quantization="mxfp4", era="v2-runner"))
     assert moe.per_gpu.cuda_graph_bytes == 1_428_076_216
 
 
@@ -442,7 +454,7 @@ def test_linear_attention_raises_the_block_to_hold_a_state_in_one_page() -> None
     assert hybrid_block_size(QWEN3_NEXT_80B, {"full": 2_048}, 1, one) == (544, 1_097_728)
     # Before 0.10.2 vLLM had no Qwen3-Next: refused, naming the version.
     with pytest.raises(SizingError) as err:
-        predict_vllm(QWEN3_NEXT_80B, H200, EngineConfig(tensor_parallel_size=2, version="v0"))
+        predict_vllm(QWEN3_NEXT_80B, H200, EngineConfig(tensor_parallel_size=2, era="v0"))
     assert err.value.field == "vllm_version"
 
 
@@ -506,12 +518,14 @@ def test_mla_keeps_more_than_its_checkpoint_by_release() -> None:
     assert extra("absorbed-fp32") == 82_854_912
     assert extra("current") == 4_194_304
     assert extra("plain") == 0
-    assert mla_weights_of("0.7.2", "v0") == "absorbed-fp32"
-    assert mla_weights_of("0.7.3", "v0") == "absorbed-bf16"
-    assert mla_weights_of("0.7.x", "v0") == "absorbed-bf16"  # the minor's last release
-    assert mla_weights_of("0.6.6", "v0") == "plain"
-    assert mla_weights_of("0.8.0", "v1-0.11") == "current"
-    assert mla_weights_of(None, "v0") == "absorbed-bf16"
+    assert for_release(EngineConfig(era="v0"), "0.7.2").mla_weights == "absorbed-fp32"
+    assert for_release(EngineConfig(era="v0"), "0.7.3").mla_weights == "absorbed-bf16"
+    assert (
+        for_release(EngineConfig(era="v0"), "0.7.x").mla_weights == "absorbed-bf16"
+    )  # the minor's last release
+    assert for_release(EngineConfig(era="v0"), "0.6.6").mla_weights == "plain"
+    assert for_release(EngineConfig(era="v1-0.11"), "0.8.0").mla_weights == "current"
+    assert for_release(EngineConfig(era="v0"), None).mla_weights == "absorbed-bf16"
 
 
 def _deepseek_fp8_v0(mla_weights: str, total_gib: float, **flags: object) -> EnginePrediction:
@@ -519,7 +533,7 @@ def _deepseek_fp8_v0(mla_weights: str, total_gib: float, **flags: object) -> Eng
     config = EngineConfig(
         tensor_parallel_size=8,
         quantization="fp8",
-        version="v0",
+        era="v0",
         mla_weights=mla_weights,  # type: ignore[arg-type]
         gpu_total_bytes=int(total_gib * GIB),
         **flags,  # type: ignore[arg-type]
@@ -643,8 +657,8 @@ def test_sliding_window_reserve_counts_every_batch_in_flight_in_the_v2_runner_er
     # scheduling: ceil((127 + 2 x 8,192) / 16) + 1 = 1,032 + 1 = 1,033 blocks, 9,225 a request;
     # before it one batch: ceil(8,319 / 16) + 1 = 521, 8,713 a request.
     config = EngineConfig(max_model_len=131_072, quantization="mxfp4")
-    older = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v1-0.19"))
-    newer = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
+    older = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, era="v1-0.19"))
+    newer = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, era="v2-runner"))
     assert (older.blocks_per_request, newer.blocks_per_request) == (8_713, 9_225)
 
 
@@ -655,8 +669,8 @@ def test_every_model_runs_on_model_runner_v2_from_0_29() -> None:
     # x 2 B = 660,602,880 B, above the sampler's 1,024 x 201,088 x 2 = 411,828,224 B. The
     # original runner's graph term is the fitted estimate, 1,428,076,216 B.
     config = EngineConfig(quantization="mxfp4", compile_cache="warm")
-    runner = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-runner"))
-    v2 = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, version="v2-all"))
+    runner = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, era="v2-runner"))
+    v2 = predict_vllm(GPT_OSS_120B, H100, msgspec.structs.replace(config, era="v2-all"))
     assert runner.per_gpu.cuda_graph_bytes == 1_428_076_216 and v2.per_gpu.cuda_graph_bytes == 0
     assert v2.per_gpu.activation_bytes == 660_602_880
 
@@ -685,7 +699,7 @@ def test_xpu_blocks_of_64_tokens_and_its_own_non_torch_memory() -> None:
         max_model_len=131_072,
         gpu_memory_utilization=0.8,
         quantization="mxfp4",
-        version="v2-runner",
+        era="v2-runner",
         device="xpu",
         enforce_eager=True,
         gpu_total_bytes=24_384_000_000,
@@ -715,7 +729,7 @@ def test_v0_activation_is_the_larger_of_the_forward_pass_and_the_sampler() -> No
     # 1,314,783,232. Forward (dense MLP): 8,192 x (4 x 4,096 + 3 x 14,336) x 2 = 973,078,528.
     # The sampler wins; cuBLAS's workspace on Hopper adds 33,554,432: 1,348,337,664 B = 1.2557
     # GiB (PR #10511's Llama 3 8B log: "PyTorch activation peak memory 1.26GiB").
-    config = EngineConfig(max_model_len=8192, version="v0")
+    config = EngineConfig(max_model_len=8192, era="v0")
     p = predict_vllm(LLAMA_8B, H100, config)
     assert p.per_gpu.activation_bytes == 1_348_337_664
     # 20,000 batched tokens: the forward pass wins, 20,000 x 59,392 x 2 = 2,375,680,000 + the
@@ -753,7 +767,7 @@ def test_cpu_offload_moves_whole_layers_first_and_keeps_the_edges() -> None:
     assert offloaded_layer_bytes([100, 100, 100], 1_000) == [100, 100, 100]
     # Llama 3.1 8B with every layer offloaded keeps its embedding and LM head, 2 x 128,256 x
     # 4,096 x 2 = 2,101,346,304 B, and the rotary cache 33,554,432: 2,134,900,736 B.
-    config = EngineConfig(max_model_len=8192, version="v0", cpu_offload_bytes=2**40)
+    config = EngineConfig(max_model_len=8192, era="v0", cpu_offload_bytes=2**40)
     assert predict_vllm(LLAMA_8B, H100, config).per_gpu.weights_bytes == 2_134_900_736
 
 

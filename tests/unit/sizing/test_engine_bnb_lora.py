@@ -1,5 +1,6 @@
 """bitsandbytes 4-bit weights and LoRA adapter slots as vLLM holds them
-(service/sizing/engine.py: ``bnb_matrix_bytes``, ``bnb_layer_bytes``, ``lora_layer_bytes``...).
+(service/sizing/vllm/bitsandbytes.py and lora.py: ``bnb_matrix_bytes``, ``bnb_layer_bytes``,
+``lora_layer_bytes``...).
 
 Every number below is worked by hand in its comment from the rules the engine cites: NF4 packs
 two values a byte, one absmax per 64 values (nested: a uint8 plus an fp32 per 256 of them, a
@@ -10,28 +11,26 @@ caching allocator's 512-byte blocks for those small tensors.
 import msgspec
 import pytest
 
-from service.sizing.engine import (
-    EngineConfig,
-    EngineDefaults,
-    bnb_absmax_of,
+from service.sizing.errors import SizingError
+from service.sizing.hardware import GpuSpec
+from service.sizing.models import ModelSpec
+from service.sizing.vllm.bitsandbytes import (
     bnb_layer_bytes,
     bnb_loaded_bytes,
     bnb_matrix_bytes,
     bnb_skipped_layers,
+)
+from service.sizing.vllm.config import EngineConfig, for_release, quantization_of
+from service.sizing.vllm.defaults import EngineDefaults
+from service.sizing.vllm.lora import (
     lora_embedding_bytes,
-    lora_extra_vocab_of,
-    lora_in_weights_of,
     lora_layer_bytes,
     lora_vocab_rows,
-    offloaded_layer_bytes,
-    predict_vllm,
     punica_metadata_bytes,
-    quantization_of,
-    ties_embeddings,
 )
-from service.sizing.errors import SizingError
-from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
+from service.sizing.vllm.predict import predict_vllm
+from service.sizing.vllm.shapes import ties_embeddings
+from service.sizing.vllm.weights import offloaded_layer_bytes
 from tests.unit.sizing.specs import DEEPSEEK_V3, LLAMA_8B
 
 T4 = GpuSpec(slug="t4", memory_bytes=16_000_000_000, hbm_bytes_per_s=320_000_000_000)
@@ -49,13 +48,16 @@ QWEN25_05B = ModelSpec(
     vocab_size=151936,
     max_context_tokens=32768,
 )
-NF4 = EngineConfig(quantization="bnb-nf4", bnb_absmax="nested", version="v0")
+NF4 = EngineConfig(quantization="bnb-nf4", bnb_absmax="nested", era="v0")
 
 
 def test_bitsandbytes_is_the_nf4_layout_and_each_release_its_scales() -> None:
     assert quantization_of("bitsandbytes") == "bnb-nf4"
     # vLLM PR #19742 (in 0.9.2) dequantises the nested absmax while loading.
-    assert [bnb_absmax_of(v) for v in ("0.7.2", "0.9.1", "0.9.2", "0.10.0", None)] == [
+    assert [
+        for_release(EngineConfig(), v).bnb_absmax
+        for v in ("0.7.2", "0.9.1", "0.9.2", "0.10.0", None)
+    ] == [
         "nested",
         "nested",
         "fp32",
@@ -64,8 +66,14 @@ def test_bitsandbytes_is_the_nf4_layout_and_each_release_its_scales() -> None:
     ]
     # LoRA slots enter the weights line from 0.8.0 (vLLM PR #14469); the extra vocabulary is
     # 256 rows until 0.12.
-    assert [lora_in_weights_of(v) for v in ("0.7.3", "0.8.0", None)] == [False, True, True]
-    assert [lora_extra_vocab_of(v) for v in ("0.10.0", "0.12.0", None)] == [256, 0, 0]
+    assert [for_release(EngineConfig(), v).lora_in_weights for v in ("0.7.3", "0.8.0", None)] == [
+        False,
+        True,
+        True,
+    ]
+    assert [
+        for_release(EngineConfig(), v).lora_extra_vocab_size for v in ("0.10.0", "0.12.0", None)
+    ] == [256, 0, 0]
 
 
 def test_one_nf4_matrix_keeps_its_packed_values_and_quant_state() -> None:
@@ -234,16 +242,16 @@ def test_releases_from_0_28_have_no_bitsandbytes_to_size() -> None:
     # and the v2-runner era with no release named (its last, 0.28) are refused by name; 0.27.1
     # still loads it (fp32 block scales, as from 0.9.2).
     for flags in (
-        {"version": "v2-all"},
-        {"version": "v2-runner", "release": (0, 28, 0)},
-        {"version": "v2-runner"},
+        {"era": "v2-all"},
+        {"era": "v2-runner", "release": (0, 28, 0)},
+        {"era": "v2-runner"},
     ):
         with pytest.raises(SizingError) as err:
             predict_vllm(LLAMA_8B, T4, msgspec.structs.replace(NF4, **flags))
         assert err.value.field == "quantization" and "0.28 removed" in err.value.message
     # 0.27.1 loads NF4 as the releases from 0.9.2 do: the same bytes as V0 with fp32 scales.
     fp32 = msgspec.structs.replace(NF4, bnb_absmax="fp32")
-    older = msgspec.structs.replace(fp32, version="v2-runner", release=(0, 27, 1))
+    older = msgspec.structs.replace(fp32, era="v2-runner", release=(0, 27, 1))
     assert (
         predict_vllm(LLAMA_8B, T4, older).per_gpu.weights_bytes
         == predict_vllm(LLAMA_8B, T4, fp32).per_gpu.weights_bytes

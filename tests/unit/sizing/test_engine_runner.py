@@ -3,22 +3,18 @@
 The rules are read from vllm/config/vllm.py (``use_v2_model_runner``,
 ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``) and vllm/v1/kv_cache_interface.py
 (``SlidingWindowSpec.max_memory_usage_bytes``) in the 0.23.0-0.28.0 wheels, and checked on six
-start-ups measured on an H200 with 0.24.0 (tests/data/vllm_logs/h200-own/).
+start-ups measured on an H200 with 0.24.0 (service/accuracy/cases/vllm_logs/h200-own/).
 """
 
 import msgspec
 import pytest
 
-from service.sizing.engine import (
-    EngineConfig,
-    default_utilisation,
-    for_release,
-    predict_vllm,
-    release_of,
-    runs_on_model_runner_v2,
-)
 from service.sizing.models import ModelSpec
-from service.sizing.startup_log import parse_startup_log
+from service.sizing.vllm.config import EngineConfig, for_release
+from service.sizing.vllm.predict import predict_vllm
+from service.sizing.vllm.releases import release_of, release_rules
+from service.sizing.vllm.runner import runs_on_model_runner_v2
+from service.verify.startup_log import parse_startup_log
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GEMMA_3_27B,
@@ -30,7 +26,7 @@ from tests.unit.sizing.specs import (
 
 
 def _at(version: str) -> EngineConfig:
-    return EngineConfig(version="v2-runner", release=release_of(version))
+    return EngineConfig(era="v2-runner", release=release_of(version))
 
 
 def _named(model: ModelSpec, architecture: str) -> ModelSpec:
@@ -76,7 +72,7 @@ def test_an_unnamed_model_falls_back_to_its_shape() -> None:
     assert runs_on_model_runner_v2(LLAMA_8B, _at("0.24.0"))
     assert not runs_on_model_runner_v2(DEEPSEEK_V3, _at("0.24.0"))
     # Without a release the era's last (0.28) applies: a dense sliding model is on V2.
-    assert runs_on_model_runner_v2(GEMMA_3_27B, EngineConfig(version="v2-runner"))
+    assert runs_on_model_runner_v2(GEMMA_3_27B, EngineConfig(era="v2-runner"))
 
 
 def test_sliding_reserve_counts_in_flight_batches_from_0_26() -> None:
@@ -89,7 +85,7 @@ def test_sliding_reserve_counts_in_flight_batches_from_0_26() -> None:
     # 0.26 (Model Runner V2 since 0.25, pp + 1 = 2 batches in flight):
     # cdiv(1,023 + 32,768, 16) + 1 = 2,112 + 1 = 2,113 -> 8,192 + 6 x 2,113 = 20,870.
     base = EngineConfig(
-        version="v2-runner",
+        era="v2-runner",
         max_model_len=131_072,
         max_num_batched_tokens=16_384,
         max_num_seqs=1_024,
@@ -109,12 +105,13 @@ def test_a_named_runner_overrides_the_release_rule() -> None:
     assert not runs_on_model_runner_v2(LLAMA, original)
     # The override is modelled for 0.23-0.28: no V2 before them, and 0.29 on serves every
     # model on V2 (PR #53183; whether the old runner can still be forced is not modelled).
-    assert not runs_on_model_runner_v2(LLAMA, EngineConfig(version="v1-0.19", model_runner="v2"))
-    assert runs_on_model_runner_v2(GEMMA, EngineConfig(version="v2-all", model_runner="original"))
+    assert not runs_on_model_runner_v2(LLAMA, EngineConfig(era="v1-0.19", model_runner="v2"))
+    assert runs_on_model_runner_v2(GEMMA, EngineConfig(era="v2-all", model_runner="original"))
 
 
 def test_the_log_names_its_runner() -> None:
-    # The H200 Llama-3.1-8B start-up (tests/data/vllm_logs/h200-own/llama-3.1-8b.log.gz).
+    # The H200 Llama-3.1-8B start-up
+    # (service/accuracy/cases/vllm_logs/h200-own/llama-3.1-8b.log.gz).
     lines = [
         "(EngineCore pid=2109) INFO 11-29 19:48:21 [v1/worker/gpu_worker.py:331] Using V2 Model "
         "Runner",
@@ -128,17 +125,17 @@ def test_the_log_names_its_runner() -> None:
 def test_the_utilisation_default_follows_the_release() -> None:
     # CacheConfig.gpu_memory_utilization: 0.9 in the 0.19.0 wheel, 0.92 from 0.20.0 (the H200
     # runs print "Desired GPU memory utilization is (0.92, 128.62 GiB)": 139.8 x 0.92).
-    assert default_utilisation("v1-0.19", release_of("0.19.0")) == 0.9
-    assert default_utilisation("v1-0.19", release_of("0.20.0")) == 0.92
-    assert default_utilisation("v2-all", None) == 0.92
-    assert default_utilisation("v1-0.11", None) == 0.9
+    assert release_rules("v1-0.19", release_of("0.19.0")).gpu_memory_utilization == 0.9
+    assert release_rules("v1-0.19", release_of("0.20.0")).gpu_memory_utilization == 0.92
+    assert release_rules("v2-all", None).gpu_memory_utilization == 0.92
+    assert release_rules("v1-0.11", None).gpu_memory_utilization == 0.9
 
 
 def test_a_release_sets_every_rule_it_decides_at_once() -> None:
     # 0.7.2 (V0): the MLA latent is cached (from 0.7.1) with the absorbed weights kept in fp32
     # (0.7.1-0.7.2), bitsandbytes scales stay nested (before 0.9.2), LoRA adds 256 vocabulary
     # rows (before 0.12) and its slots are outside the weights line (before 0.8).
-    old = for_release(EngineConfig(version="v0"), "0.7.2")
+    old = for_release(EngineConfig(era="v0"), "0.7.2")
     assert (old.release, old.mla_latent_cache, old.mla_weights) == (
         (0, 7, 2),
         True,
@@ -150,6 +147,6 @@ def test_a_release_sets_every_rule_it_decides_at_once() -> None:
         False,
     )
     # No release: each rule's current answer.
-    now = for_release(EngineConfig(version="v2-all"), None)
+    now = for_release(EngineConfig(era="v2-all"), None)
     assert (now.release, now.mla_latent_cache, now.mla_weights) == (None, True, "current")
     assert (now.bnb_absmax, now.lora_extra_vocab_size, now.lora_in_weights) == ("fp32", 0, True)

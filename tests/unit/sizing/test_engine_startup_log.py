@@ -1,4 +1,4 @@
-"""Reading vLLM start-up logs (service/sizing/startup_log.py): the numbers each line carries.
+"""Reading vLLM start-up logs (service/verify/startup_log.py): the numbers each line carries.
 
 Expected values are read off the log lines by hand (GiB x 2^30, rounded to the byte)."""
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from service.sizing.errors import SizingError
-from service.sizing.startup_log import parse_nvidia_smi, parse_startup_log
+from service.verify.startup_log import parse_nvidia_smi, parse_startup_log
 
 GIB = 2**30
 MIB = 2**20
-CASES = Path(__file__).resolve().parent.parent.parent / "data" / "vllm_logs"
+CASES = Path(__file__).resolve().parents[3] / "service" / "accuracy" / "cases" / "vllm_logs"
 
 
 def _log(case: str) -> str:

@@ -3,10 +3,10 @@ vLLM method's prediction (service/verify/compare.py, pure)."""
 
 import msgspec
 
-from service.sizing.engine import EngineConfig
 from service.sizing.hardware import GpuSpec
-from service.sizing.startup_log import StartupLog, parse_startup_log
+from service.sizing.vllm.config import EngineConfig
 from service.verify.compare import compare, config_from_log
+from service.verify.startup_log import StartupLog, parse_startup_log
 from tests.unit.sizing.specs import LLAMA_8B
 from tests.unit.sizing.test_engine import GIB, H100
 
@@ -24,7 +24,7 @@ def test_the_log_overrides_the_request_flags() -> None:
     c = config_from_log(log, BASE, None, None)
     # 0.6.x runs the V0 engine; compressed-tensors loads FP8 linear layers; fp8_e4m3 is 1 byte;
     # the concurrency line's request length stands in for an unechoed max_model_len.
-    assert (c.version, c.quantization, c.kv_cache_dtype) == ("v0", "fp8", "fp8")
+    assert (c.era, c.quantization, c.kv_cache_dtype) == ("v0", "fp8", "fp8")
     assert (c.tensor_parallel_size, c.max_model_len) == (2, 20_000)
     assert c.gpu_total_bytes == 80 * GIB  # the log is silent: the request's value stays
     # A log showing torch.compile loading from its cache sets the warm Model Runner V2 peak.
@@ -34,7 +34,7 @@ def test_the_log_overrides_the_request_flags() -> None:
     assert c.compile_cache == "cold"  # silent log: the request's (default) state
     # The request's own quantization and era win over what the log echoes.
     c = config_from_log(log, BASE, "none", "v1-0.11")
-    assert (c.version, c.quantization) == ("v1-0.11", "none")
+    assert (c.era, c.quantization) == ("v1-0.11", "none")
 
 
 def test_a_bitsandbytes_lora_log_sets_the_release_layouts() -> None:
@@ -87,10 +87,12 @@ def test_a_non_torch_excess_names_what_holds_it() -> None:
     log = StartupLog(non_torch_bytes=GIB)
     assert "another process" in _cause(log, BASE, "non_torch_gib")
     # V0 at TP 8 on Hopper (NVSwitch, more than two GPUs): NCCL's NVLS buffers.
-    v0 = msgspec.structs.replace(BASE, version="v0", tensor_parallel_size=8)
+    v0 = msgspec.structs.replace(BASE, era="v0", tensor_parallel_size=8)
     assert "NVLS" in _cause(StartupLog(non_torch_bytes=7 * GIB), v0, "non_torch_gib")
     # TP 2 on GeForce cards (no peer-to-peer, no custom all-reduce): NCCL's own buffers.
-    rtx = GpuSpec(slug="rtx-4090", memory_bytes=24 * GIB, hbm_bytes_per_s=10**12)
+    rtx = GpuSpec(
+        slug="rtx-4090", memory_bytes=24 * GIB, hbm_bytes_per_s=10**12, peer_to_peer=False
+    )
     tp2 = msgspec.structs.replace(BASE, tensor_parallel_size=2)
     assert "custom all-reduce" in _cause(StartupLog(non_torch_bytes=GIB), tp2, "non_torch_gib", rtx)
     # Within the tolerance the general sentence stays.
@@ -103,7 +105,7 @@ def test_a_v2_activation_far_below_a_first_start_points_at_a_warm_compile_cache(
     # Model Runner V2 (0.23+, a dense model), first start: 4,096 x 343,409 = 1,406,603,264 B
     # planned; 0.2 GiB logged is the warm-cache figure. The other way round (planned warm,
     # logged a first start's peak): it compiled.
-    v2 = msgspec.structs.replace(BASE, version="v2-runner")
+    v2 = msgspec.structs.replace(BASE, era="v2-runner")
     assert "warm" in _cause(StartupLog(activation_bytes=GIB // 5), v2, "activation_gib")
     warm = msgspec.structs.replace(v2, compile_cache="warm")
     assert "compiled" in _cause(StartupLog(activation_bytes=3 * GIB), warm, "activation_gib")

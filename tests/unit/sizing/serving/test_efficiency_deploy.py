@@ -5,12 +5,13 @@ import msgspec
 import pytest
 
 from service.offline import local_catalogue
-from service.sizing.engine import EngineConfig, predict_vllm
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
 from service.sizing.serving.deploy import Deployment, peak_flops_per_s, predict_serving
 from service.sizing.serving.efficiency import generation_of
 from service.sizing.serving.loop import ServingPrediction, Workload
+from service.sizing.vllm.config import EngineConfig
+from service.sizing.vllm.predict import predict_vllm
 
 
 def test_the_generation_is_the_first_words_of_the_architecture() -> None:

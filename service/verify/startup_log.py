@@ -68,7 +68,7 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     """"Using V2 Model Runner" (0.23 on); its absence proves nothing (a trimmed log)."""
     unsloth_version: str | None = None
     """The Unsloth release whose fast_inference built the engine ("Unsloth 2025.8.4: Fast Qwen2
-    patching"); it patches some of vLLM's loading (``engine.unsloth_keeps_nested_absmax``)."""
+    patching"); it patches some of vLLM's loading (``bitsandbytes.unsloth_keeps_nested_absmax``)."""
     total_gpu_memory_bytes: int | None = None
     weights_bytes: int | None = None
     activation_bytes: int | None = None

@@ -7,30 +7,23 @@ import msgspec
 from msgspec import Meta
 
 from service.sizing.advice import PlanWarning
-from service.sizing.engine import (
-    LATEST_ERA,
-    CompileCache,
-    Dtype,
-    EngineConfig,
-    EngineEra,
-    EnginePrediction,
-    KvCacheDtype,
-    LoraRank,
-    ModelRunner,
-    Quantization,
-    UsageContext,
-    era_of_version,
-    for_release,
-    predict_vllm,
-)
 from service.sizing.errors import SizingError
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.serving.traffic import TrafficPlan
-from service.sizing.workload import validate_splits
-from service.verify.flags import (
+from service.sizing.vllm.config import (
+    CompileCache,
+    Dtype,
+    EngineConfig,
+    KvCacheDtype,
+    ModelRunner,
+    Quantization,
+    UsageContext,
+    for_release,
+)
+from service.sizing.vllm.flags import (
     BatchedTokens,
     CpuOffloadBytes,
     Loras,
@@ -38,6 +31,10 @@ from service.verify.flags import (
     PipelineStages,
     Seqs,
 )
+from service.sizing.vllm.lora import LoraRank
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
+from service.sizing.vllm.releases import LATEST_ERA, EngineEra, era_of_version
+from service.sizing.workload import validate_splits
 
 QUANTIZATION_OF_FORMAT: dict[str, Quantization] = {
     "bf16": "none",
@@ -167,7 +164,7 @@ def engine_config(
         usage=options.usage,
         dtype=options.dtype,
         compile_cache=options.compile_cache,
-        version=era,
+        era=era,
         cpu_offload_bytes=options.cpu_offload_bytes,
         int4_group_size=options.int4_group_size,
         model_runner=options.model_runner,

@@ -1,9 +1,10 @@
 """How close the vLLM method comes to real start-up logs (``python -m service accuracy``).
 
-Every case in tests/data/vllm_logs/ is a real log (or a benchmark's table of real runs) with its
+Every case in cases/vllm_logs/ is a real log (or a benchmark's table of real runs) with its
 source. For each, the engine model predicts the KV tokens, the weights and whether the engine
 starts; the report prints predicted, logged and the error, and says which cases the fitted
-constants in service/sizing/engine.py were fitted on ("fit") and which were not ("held-out").
+constants in service/sizing/vllm/calibration.py were fitted on ("fit") and which were not
+("held-out").
 """
 
 import json
@@ -14,24 +15,15 @@ from typing import Any
 import msgspec
 
 from service.catalogue.hf_config import import_config
-from service.sizing.engine import (
-    GRAPH_ESTIMATE_ERAS,
-    BnbAbsmax,
-    EngineConfig,
-    EngineEra,
-    EnginePrediction,
-    bnb_skipped_layers,
-    era_of_version,
-    for_release,
-    kv_cache_dtype_of,
-    predict_vllm,
-    quantization_of,
-)
 from service.sizing.errors import SizingError, require
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
+from service.sizing.vllm.bitsandbytes import bnb_skipped_layers
+from service.sizing.vllm.config import EngineConfig, for_release, kv_cache_dtype_of, quantization_of
+from service.sizing.vllm.predict import EnginePrediction, predict_vllm
+from service.sizing.vllm.releases import BnbAbsmax, EngineEra, era_of_version, last_of
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_logs"
+CASES_DIR = Path(__file__).resolve().parent / "cases" / "vllm_logs"
 TOKENS_TOLERANCE = 0.05
 WEIGHTS_TOLERANCE = 0.01
 BAR = 0.90
@@ -241,7 +233,7 @@ def config_of(case: dict[str, Any], model: ModelSpec) -> EngineConfig:
         device="xpu" if device == "xpu" else "cuda",
         cpu_offload_bytes=int((c.get("cpu_offload_gb") or 0) * GiB),
         usage="llm_class" if c.get("usage") == "llm_class" else "api_server",
-        version=version,
+        era=version,
         gpu_total_bytes=round(total * GiB) if total and not case.get("gpu") else None,
     )
     config = for_release(config, case["vllm_version"])
@@ -285,11 +277,12 @@ def _page_tokens_range(case: dict[str, Any], p: EnginePrediction) -> tuple[int, 
     if kv is None or tokens is None or logged.get("failed"):
         return None
     bs = p.block_size
-    groups = 1 if p.version == "v0" else p.kv_groups
+    tokens_line = last_of(p.version).tokens_line
+    groups = 1 if tokens_line == "blocks" else p.kv_groups
 
     def tokens_of(gib: float) -> int:
         blocks = int(max(gib, 0) * GiB) // p.per_gpu.block_bytes
-        if p.version in GRAPH_ESTIMATE_ERAS:  # concurrency x max_model_len
+        if tokens_line == "concurrency":  # concurrency x max_model_len
             return int(blocks / p.blocks_per_request * p.max_model_len)
         return blocks // groups * bs
 
@@ -453,7 +446,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:+.1f}%"
 
 
-def render(rep: Report) -> str:
+def _table(rep: Report) -> list[str]:
     head = (
         "| case | role | GPU | TP | vLLM | logged tokens | predicted | error | "
         "logged weights GiB | predicted | error | failed (logged/predicted) |"
@@ -468,6 +461,18 @@ def render(rep: Report) -> str:
             f"| {r.predicted_weights_gib} | {_pct(r.weights_error)} "
             f"| {'yes' if r.logged_failed else 'no'}/{'yes' if r.predicted_failed else 'no'} |"
         )
+    return rows
+
+
+def _shares(rep: Report) -> str:
+    return "; ".join(
+        f"{name} {within}/{cases} ({within / cases * 100:.1f}%)" if cases else f"{name} -"
+        for name, (within, cases) in rep.tokens_by_counting.items()
+    )
+
+
+def render(rep: Report) -> str:
+    rows = _table(rep)
     rows.append("")
     rows += [f"Unsupported: {r.case}: {r.unsupported}" for r in rep.cases if r.unsupported]
     rows += [f"Outside the bar: {r.case}: {r.inconsistent}" for r in rep.cases if r.inconsistent]
@@ -479,19 +484,56 @@ def render(rep: Report) -> str:
         f"{'yes' if rep.meets_bar else 'no'}; page arithmetic on the logged KV memory: "
         f"{rep.page_ok}/{rep.page_cases}"
     )
-    shares = "; ".join(
-        f"{name} {within}/{cases} ({within / cases * 100:.1f}%)" if cases else f"{name} -"
-        for name, (within, cases) in rep.tokens_by_counting.items()
-    )
-    rows.append(f"KV tokens within 5%, by counting: {shares}")
+    rows.append(f"KV tokens within 5%, by counting: {_shares(rep)}")
     return "\n".join(rows)
 
 
-TABLE_START, TABLE_END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
+MARKDOWN_HEAD = """\
+# Accuracy of the vLLM method on real start-up logs
+
+This page is the output of `.venv/bin/python -m service accuracy --markdown`, written here
+as it prints; a test fails when the two differ. How the cases were collected, what `fit` and
+`held-out` mean and why each miss misses: [vllm-method.md](vllm-method.md#accuracy).
+"""
 
 
-def with_table(document: str, table: str) -> str:
-    """``document`` (README.md) with ``table`` between the accuracy markers."""
-    head, rest = document.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    return f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}"
+def render_markdown(rep: Report) -> str:
+    """The report as one markdown page (docs/accuracy.md): the counts, then every case."""
+    roles = {
+        role: sum(1 for r in rep.cases if r.role == role)
+        for role in ("fit", "held-out", "unsupported")
+    }
+    lines = [
+        MARKDOWN_HEAD,
+        "## Counts",
+        "",
+        f"- Cases: {len(rep.cases)} ("
+        + ", ".join(f"{role} {n}" for role, n in roles.items())
+        + ").",
+        f"- KV tokens within 5%: {rep.tokens_within} of {rep.tokens_cases}.",
+        f"- KV tokens within 5%, by counting: {_shares(rep)}.",
+        f"- Weights within 1%: {rep.weights_within} of {rep.weights_cases}.",
+        f"- Logged failures predicted: {rep.failures_ok} of {rep.failure_cases}; "
+        f"started but predicted to fail: {rep.false_failures}.",
+        f"- Page arithmetic on the logged KV memory (no fitted constant): "
+        f"{rep.page_ok} of {rep.page_cases}.",
+        f"- The bar (KV tokens within 5% in 90% of the cases, every weight within 1%, every "
+        f"logged failure predicted): {'met' if rep.meets_bar else 'not met'}.",
+        "",
+        "## Every case",
+        "",
+        "GPU: the catalogue GPU, or the total the log states for a GPU outside the catalogue. "
+        "Tokens: the KV cache's size in tokens; weights: as loaded on one GPU; failed: whether "
+        "the engine stopped at start-up, as logged and as predicted.",
+        "",
+        *_table(rep),
+    ]
+    apart = [(r.case, r.unsupported) for r in rep.cases if r.unsupported]
+    if apart:
+        lines += ["", "## Unsupported (counted as misses)", ""]
+        lines += [f"- {case}: {why}" for case, why in apart]
+    apart = [(r.case, r.inconsistent) for r in rep.cases if r.inconsistent]
+    if apart:
+        lines += ["", "## Outside the bar (listed, not measured)", ""]
+        lines += [f"- {case}: {why}" for case, why in apart]
+    return "\n".join(lines) + "\n"

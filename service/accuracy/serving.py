@@ -18,14 +18,15 @@ from typing import Any
 
 import msgspec
 
-from service.sizing.engine import EngineConfig, for_release, predict_vllm
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
 from service.sizing.serving.step import StepCosts
+from service.sizing.vllm.config import EngineConfig, for_release
+from service.sizing.vllm.predict import predict_vllm
 
-RUNS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "serving"
+RUNS_DIR = Path(__file__).resolve().parent / "cases" / "serving"
 MEDIAN_BAR = 0.15
 WITHIN = 0.25
 WITHIN_SHARE_BAR = 0.80

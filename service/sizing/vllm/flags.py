@@ -2,7 +2,7 @@
 /verify request, or a pasted log's echo of them (``compare.ECHOED_RANGES``). Far above any real
 deployment; they keep each prediction's arithmetic small and JSON numbers exact."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from msgspec import Meta
 
@@ -23,4 +23,6 @@ Seqs = Annotated[int, Meta(ge=1, le=MAX_SEQS)]
 Loras = Annotated[int, Meta(ge=1, le=MAX_LORAS)]
 CpuOffloadBytes = Annotated[int, Meta(ge=0, le=MAX_GPU_BYTES)]
 BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
-"""--block-size: the sizes the engine accepts (service.sizing.engine checks the same list)."""
+"""--block-size: the sizes the engine accepts."""
+BLOCK_SIZES: tuple[int, ...] = get_args(BlockSize)
+"""The same sizes, as ``predict_vllm`` checks them."""
