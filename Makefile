@@ -36,3 +36,4 @@ bench: install
 	$(BIN)/python bench/middleware.py
 	$(BIN)/python bench/matrix_load.py
 	$(BIN)/python bench/startup_log.py
+	$(BIN)/python bench/traffic.py

@@ -1,4 +1,4 @@
-"""python -m service {serve,migrate,openapi,keys create,plan,matrix,offload,slack-ask}."""
+"""python -m service {serve,migrate,openapi,keys create,plan,matrix,offload,speed,slack-ask}."""
 
 import argparse
 import asyncio
@@ -56,14 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
     create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
-    from service import cli
+    from service import cli, cli_speed
     from service.chatops import ask
 
     cli.add_commands(commands)
+    cli_speed.add_command(commands)
     ask.add_command(commands)
     args = parser.parse_args(argv)
     if args.command in cli.COMMANDS:  # plan, matrix, offload: locally or against --url
         return cli.run(args)
+    if args.command == "speed":
+        return cli_speed.run(args)
     if args.command == "slack-ask":
         return ask.run(args)
     if args.command == "accuracy" and args.serving:

@@ -29,6 +29,7 @@ from service.api.openapi import (
 )
 from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
+from service.api.speed import speed_handlers
 from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 route_handlers=[
                     *catalogue_handlers,
                     *compute_handlers,
+                    *speed_handlers,
                     *picture_handlers,
                     *verify_handlers,
                     *plan_handlers,

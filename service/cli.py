@@ -107,7 +107,13 @@ def render_plan(answer: PlanAnswer | TrainingAnswer) -> str:
         out.append(table(header, option_rows))
     if p.warnings:
         out += ["", "warnings:", *(f"  - {w.message}" for w in p.warnings)]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + _traffic_text(p.traffic)
+
+
+def _traffic_text(plan: Any) -> str:
+    from service.cli_speed import render_traffic
+
+    return "" if plan is None else render_traffic(plan)
 
 
 def render_vllm_plan(answer: VllmPlanAnswer) -> str:
@@ -137,7 +143,7 @@ def render_vllm_plan(answer: VllmPlanAnswer) -> str:
     ]
     out.append(table(["per GPU", "bytes", "GiB"], rows))
     out += ["", *(f"note: {n}" for n in p.notes)]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + _traffic_text(answer.traffic)
 
 
 def render_matrix(m: CostedMatrix) -> str:
@@ -251,6 +257,9 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--method", choices=["seed", "vllm"], help="seed (default) or vllm: what vLLM will log"
     )
     plan.add_argument("--vllm-version", help="the vLLM release to predict, e.g. 0.19.0")
+    from service.cli_speed import add_traffic_arguments  # it reads this module's table()
+
+    add_traffic_arguments(plan)
     _common(plan)
 
     matrix = commands.add_parser("matrix", help="fewest GPUs per model and format on each GPU")
@@ -312,6 +321,9 @@ def _request(args: argparse.Namespace) -> msgspec.Struct:
                 fields["splits"] = [int(s) for s in args.splits.split(",")]
             except ValueError:
                 raise SizingError("splits", "comma-separated whole numbers, e.g. 1,2,4,8") from None
+        from service.cli_speed import traffic_fields
+
+        fields.update(traffic_fields(args))
         return msgspec.convert({**fields, **_workload(args)}, PlanRequest)
     if args.command == "matrix":
         fields = {"models": args.models, "formats": args.format or [], "gpus": args.gpu or []}

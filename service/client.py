@@ -4,6 +4,9 @@
     with PlannerClient("http://127.0.0.1:8000") as planner:
         answer = planner.plan(model="llama-3.1-70b", gpu="h100", concurrency=40)
         answer.gpu_count, answer.spare_bytes          # 4, 23518404608
+        sweep = planner.speed(model="qwen3-8b", gpu="h100", input_tokens=1000,
+                              output_tokens=200, concurrencies=[1, 8, 64])
+        sweep.rows[0].tpot_s                          # seconds per output token
 
 A 429 or 503 is retried (``max_retries`` times) after the answer's Retry-After (seconds or an
 HTTP date), or a short backoff without one; a Retry-After longer than ``max_retry_wait_s`` is not
@@ -27,9 +30,10 @@ import httpx
 import msgspec
 
 from service.schemas.catalogue import GpuBody, GpuPage, ModelBody, ModelPage
-from service.schemas.compute import MatrixRequest, OffloadRequest
+from service.schemas.compute import MatrixRequest, OffloadRequest, TrafficMatrix
 from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.schemas.problem import Problem
+from service.schemas.speed import SpeedAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 from service.sizing.vllm.plan import VllmPlanAnswer
@@ -150,7 +154,8 @@ def _request(
     """A request Struct from an instance or keyword fields (checked like the server checks)."""
     if given is not None and fields:
         raise TypeError("pass a request Struct or keyword fields, not both")
-    value = given if given is not None else msgspec.convert(fields, base)
+    # A field given as a Struct (a plan's traffic) converts by its fields.
+    value = given if given is not None else msgspec.convert(msgspec.to_builtins(fields), base)
     return msgspec.json.encode(value)
 
 
@@ -202,11 +207,12 @@ class _Base:
 
     @staticmethod
     def _matrix(request: MatrixRequest | None, fields: dict[str, Any], accept: str = "") -> _Call:
+        traffic = (request.traffic if request is not None else fields.get("traffic")) is not None
         return _Call(
             method="POST",
             path="/matrix",
             body=_request(MatrixRequest, request, fields),
-            answer=str if accept else CostedMatrix,
+            answer=str if accept else (TrafficMatrix if traffic else CostedMatrix),
             accept=accept or "application/json",
         )
 
@@ -217,6 +223,21 @@ class _Base:
             path="/offload",
             body=_request(OffloadRequest, request, fields),
             answer=Offload,
+        )
+
+    @staticmethod
+    def _speed(request: msgspec.Struct | None, fields: dict[str, Any], accept: str = "") -> _Call:
+        """POST /speed: a request Struct (the service's SpeedRequest) or its fields."""
+        if request is not None and fields:
+            raise TypeError("pass a request Struct or keyword fields, not both")
+        body = msgspec.json.encode(request if request is not None else fields)
+        answer = str if accept else SpeedAnswer
+        return _Call(
+            method="POST",
+            path="/speed",
+            body=body,
+            answer=answer,
+            accept=accept or "application/json",
         )
 
     @staticmethod
@@ -292,8 +313,11 @@ class PlannerClient(_Base):
         """POST /plan as CSV: the ranked options, units in the headers."""
         return str(self._send(self._plan(request, fields, "text/csv")))
 
-    def matrix(self, request: MatrixRequest | None = None, /, **fields: Any) -> CostedMatrix:
-        answer: CostedMatrix = self._send(self._matrix(request, fields))
+    def matrix(
+        self, request: MatrixRequest | None = None, /, **fields: Any
+    ) -> CostedMatrix | TrafficMatrix:
+        """POST /matrix; with ``traffic``, each cell's traffic plan too (TrafficMatrix)."""
+        answer: CostedMatrix | TrafficMatrix = self._send(self._matrix(request, fields))
         return answer
 
     def matrix_csv(self, request: MatrixRequest | None = None, /, **fields: Any) -> str:
@@ -302,6 +326,15 @@ class PlannerClient(_Base):
     def offload(self, request: OffloadRequest | None = None, /, **fields: Any) -> Offload:
         answer: Offload = self._send(self._offload(request, fields))
         return answer
+
+    def speed(self, request: msgspec.Struct | None = None, /, **fields: Any) -> SpeedAnswer:
+        """POST /speed: one deployment over a sweep (``concurrencies`` or
+        ``request_rates_per_s``), one row per point."""
+        answer: SpeedAnswer = self._send(self._speed(request, fields))
+        return answer
+
+    def speed_csv(self, request: msgspec.Struct | None = None, /, **fields: Any) -> str:
+        return str(self._send(self._speed(request, fields, "text/csv")))
 
     def gpus(self, limit: int = 500, offset: int = 0) -> GpuPage:
         page: GpuPage = self._send(self._page("/gpus", GpuPage, limit, offset))
@@ -382,8 +415,10 @@ class AsyncPlannerClient(_Base):
     async def plan_csv(self, request: PlanRequest | None = None, /, **fields: Any) -> str:
         return str(await self._send(self._plan(request, fields, "text/csv")))
 
-    async def matrix(self, request: MatrixRequest | None = None, /, **fields: Any) -> CostedMatrix:
-        answer: CostedMatrix = await self._send(self._matrix(request, fields))
+    async def matrix(
+        self, request: MatrixRequest | None = None, /, **fields: Any
+    ) -> CostedMatrix | TrafficMatrix:
+        answer: CostedMatrix | TrafficMatrix = await self._send(self._matrix(request, fields))
         return answer
 
     async def matrix_csv(self, request: MatrixRequest | None = None, /, **fields: Any) -> str:
@@ -392,6 +427,13 @@ class AsyncPlannerClient(_Base):
     async def offload(self, request: OffloadRequest | None = None, /, **fields: Any) -> Offload:
         answer: Offload = await self._send(self._offload(request, fields))
         return answer
+
+    async def speed(self, request: msgspec.Struct | None = None, /, **fields: Any) -> SpeedAnswer:
+        answer: SpeedAnswer = await self._send(self._speed(request, fields))
+        return answer
+
+    async def speed_csv(self, request: msgspec.Struct | None = None, /, **fields: Any) -> str:
+        return str(await self._send(self._speed(request, fields, "text/csv")))
 
     async def gpus(self, limit: int = 500, offset: int = 0) -> GpuPage:
         page: GpuPage = await self._send(self._page("/gpus", GpuPage, limit, offset))

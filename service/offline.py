@@ -13,13 +13,15 @@ from service.catalogue.convert import gpu_price_of
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.plans.compute import answer_matrix, answer_offload
 from service.plans.evaluate import answer_plan, model_from_config, weight_format_of
+from service.plans.speed import answer_speed
 from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, OffloadRequest
 from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
+from service.schemas.speed import SpeedAnswer, SpeedRequest
 from service.sizing.cost import CostedMatrix, GpuPrice
 from service.sizing.errors import require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
-from service.sizing.models import ModelSpec
+from service.sizing.models import ModelSpec, validate_model
 from service.sizing.offload import Offload
 
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
@@ -125,6 +127,23 @@ def local_matrix(request: MatrixRequest) -> CostedMatrix:
     if request.kv_format is not None:
         kv = cat.number_format(request.kv_format, "kv_format")
     return answer_matrix(request, models, formats, gpus, kv, cat.prices())
+
+
+def local_speed(request: SpeedRequest) -> SpeedAnswer:
+    """What POST /speed answers for ``request`` on the shipped catalogue."""
+    cat = local_catalogue()
+    if request.config_json is not None:
+        model = model_from_config(request.config_json)
+    elif request.model_spec is not None:
+        model = validate_model(request.model_spec, field="model_spec")
+    else:
+        require(request.model is not None, "model", "name a catalogue model")
+        assert request.model is not None
+        model = cat.model(request.model)
+    weights, kv = cat.formats_for(
+        weight_format_of(request.weight_format, model.checkpoint_format), request.kv_format
+    )
+    return answer_speed(request, model, cat.gpu(request.gpu), weights, kv)
 
 
 def local_offload(request: OffloadRequest) -> Offload:

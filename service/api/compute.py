@@ -21,6 +21,11 @@ from service.catalogue.prices import gpu_prices
 from service.plans.compute import answer_matrix, answer_offload
 from service.plans.evaluate import evaluate_plan, resolve_formats
 from service.plans.threads import off_loop
+from service.render.speed import (
+    matrix_traffic_csv,
+    matrix_traffic_markdown,
+    traffic_markdown,
+)
 from service.render.svg import plan_svg
 from service.render.text import (
     matrix_csv,
@@ -42,6 +47,7 @@ from service.schemas.compute import (
     MAX_MATRIX_MODELS,
     MatrixRequest,
     OffloadRequest,
+    TrafficMatrix,
 )
 from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.sizing.cost import CostedMatrix
@@ -95,7 +101,10 @@ def plan_response(
         if wanted == SVG:
             return Response(plan_svg(answer), media_type=SVG)
         if wanted == MARKDOWN:
-            return Response(plan_markdown(answer, answer.options), media_type=MARKDOWN)  # type: ignore[arg-type]
+            text = plan_markdown(answer, answer.options)  # type: ignore[arg-type]
+            if answer.traffic is not None:
+                text += "\n" + traffic_markdown(answer.traffic)
+            return Response(text, media_type=MARKDOWN)
         if wanted == CSV:  # the ranked options (or the one plan), one row per GPU
             return csv_attachment(plans_csv(answer.options or [answer]), "plans.csv")  # type: ignore[arg-type]
     elif isinstance(answer, VllmPlanAnswer):
@@ -110,8 +119,11 @@ def _rendered(wanted: str, *args: Any) -> "CostedMatrix | str":
     """The matrix, and its text rendering when one is wanted (both CPU-bound: off the loop)."""
     m = answer_matrix(*args)
     if wanted == MARKDOWN:
-        return matrix_markdown(m)
-    return matrix_csv(m) if wanted == CSV else m
+        extra = matrix_traffic_markdown(m) if isinstance(m, TrafficMatrix) else ""
+        return matrix_markdown(m) + extra
+    if wanted == CSV:
+        return matrix_traffic_csv(m) if isinstance(m, TrafficMatrix) else matrix_csv(m)
+    return m
 
 
 async def _matrix(

@@ -17,14 +17,18 @@ from service.chatops.commands import (
     MatrixCommand,
     OffloadCommand,
     PlanCommand,
+    SpeedCommand,
     Unparsed,
     parse,
 )
+from service.chatops.speed_messages import speed_message, traffic_blocks
 from service.plans.compute import answer_matrix
 from service.plans.evaluate import evaluate_plan, resolve_formats
+from service.plans.speed import evaluate_speed
 from service.plans.threads import off_loop
 from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest
 from service.schemas.plan import PlanAnswer, PlanRequest
+from service.schemas.speed import SpeedRequest
 from service.sizing.errors import SizingError
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS
 from service.sizing.offload import offload
@@ -33,6 +37,8 @@ from service.sizing.units import label_bytes
 
 CHAT_MATRIX_FORMATS = 8
 """Formats a chat matrix shows (its own cap, below a /matrix request's MAX_MATRIX_FORMATS)."""
+DEFAULT_SWEEP = (1, 8, 32, 128)
+"""A chat ``speed`` without ``users`` or ``rps``: these concurrencies."""
 
 
 async def _names(session: AsyncSession) -> dict[str, str]:
@@ -60,6 +66,8 @@ async def _plan(
         body["concurrency"] = c.concurrency
     if c.context_tokens is not None:
         body["context_tokens"] = c.context_tokens
+    if c.traffic is not None:
+        body["traffic"] = c.traffic
     body["rank_by"] = c.rank_by
     if c.capacity_basis is not None:
         body["capacity_basis"] = c.capacity_basis
@@ -74,7 +82,34 @@ async def _plan(
         reply = slack.options_message(answer, names)
     else:
         reply = slack.plan_message(answer, names)
+    if answer.traffic is not None:
+        reply = msgspec.structs.replace(
+            reply, blocks=[*reply.blocks, *traffic_blocks(answer.traffic)]
+        )
+        body.pop("traffic")  # the picture is the memory plan's
     return slack.with_picture(reply, picture_url(public_base_url, body))
+
+
+async def _speed(session: AsyncSession, c: SpeedCommand) -> slack.SlackMessage:
+    body: dict[str, object] = {
+        "model": c.model,
+        "gpu": c.gpu,
+        "tensor_parallel": c.gpu_count,
+        "input_tokens": c.input_tokens,
+        "output_tokens": c.output_tokens,
+    }
+    if c.weight_format is not None:
+        body["weight_format"] = c.weight_format
+    if c.request_rates_per_s:
+        body["request_rates_per_s"] = list(c.request_rates_per_s)
+    else:
+        body["concurrencies"] = list(c.concurrencies or DEFAULT_SWEEP)
+    try:
+        request = msgspec.convert(body, SpeedRequest)
+    except msgspec.ValidationError as exc:
+        return slack.help_message(f"That is outside what a sweep takes ({exc})")
+    answer = await evaluate_speed(session, request)
+    return speed_message(answer, await _names(session))
 
 
 async def _matrix(session: AsyncSession, c: MatrixCommand) -> slack.SlackMessage:
@@ -126,6 +161,8 @@ async def answer(session: AsyncSession, text: str, public_base_url: str = "") ->
             return await _plan(session, command, public_base_url)
         if isinstance(command, MatrixCommand):
             return await _matrix(session, command)
+        if isinstance(command, SpeedCommand):
+            return await _speed(session, command)
         return await _offload(session, command)
     except NotFound as exc:
         return slack.problem_message(exc.message, exc.suggestions)

@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import msgspec
 
+from service.plans.matrix_traffic import check_traffic_cells, with_traffic
 from service.schemas.compute import MatrixRequest, OffloadRequest
 from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
@@ -60,8 +61,23 @@ def answer_matrix(
     workload = workload_of(request)
     if workload.splits is not None:
         workload = msgspec.structs.replace(workload, splits=tuple(dict.fromkeys(workload.splits)))
-    matrix = build_matrix(distinct(models), distinct(formats), distinct(gpus), workload, kv)
-    return cost_matrix(matrix, prices)
+    ms, fs, gs = distinct(models), distinct(formats), distinct(gpus)
+    if request.traffic is not None:
+        check_traffic_cells(len(ms), len(fs), len(gs))
+    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv), prices)
+    if request.traffic is None:
+        return costed
+    return with_traffic(
+        costed,
+        request.traffic,
+        ms,
+        fs,
+        gs,
+        kv,
+        prices,
+        context_tokens=request.context_tokens,
+        utilisation=request.gpu_memory_utilization,
+    )
 
 
 def answer_offload(

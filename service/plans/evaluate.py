@@ -10,6 +10,7 @@ from service.catalogue import lookup
 from service.catalogue.hf_config import import_config
 from service.catalogue.prices import gpu_prices
 from service.plans.compute import workload_of
+from service.plans.serving import traffic_plan
 from service.plans.threads import off_loop
 from service.schemas.plan import (
     PlanAnswer,
@@ -194,7 +195,35 @@ def answer_plan(
     kv: NumberFormat,
     prices: dict[str, GpuPrice],
 ) -> "PlanAnswer | TrainingAnswer":
-    """The sizing core on resolved specs (the server and the CLI's local mode share this)."""
+    """The sizing core on resolved specs (the server and the CLI's local mode share this),
+    with the request's ``traffic`` planned on the same GPUs."""
+    answer = _memory_plan(data, model, gpus, weights, kv, prices)
+    if data.traffic is None:
+        return answer
+    require(data.workload == "inference", "traffic", "traffic plans inference only")
+    planned = traffic_plan(
+        data.traffic,
+        model,
+        gpus,
+        weights,
+        kv,
+        prices,
+        options=data.vllm,
+        context_tokens=data.context_tokens,
+        utilisation=data.gpu_memory_utilization,
+        splits=data.splits,
+    )
+    return msgspec.structs.replace(answer, traffic=planned)  # type: ignore[type-var]
+
+
+def _memory_plan(
+    data: PlanRequest,
+    model: ModelSpec,
+    gpus: list[GpuSpec],
+    weights: NumberFormat,
+    kv: NumberFormat,
+    prices: dict[str, GpuPrice],
+) -> "PlanAnswer | TrainingAnswer":
     require(
         data.workload == "inference" or data.rank_by == "gpus",
         "rank_by",

@@ -14,9 +14,11 @@ from service.schemas.bounds import (
     Users,
     Utilisation,
 )
+from service.sizing.cost import CostedCell, CostedMatrix, CostedRow
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.models import MAX_SAFE_INT
 from service.sizing.offload import OffloadMechanism
+from service.sizing.serving.traffic import Traffic, TrafficCost
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 """The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""
@@ -42,6 +44,11 @@ class MatrixRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """GPU counts to try; default each GPU's ladder: 1, 2, 4, 8 inside a node (up to its
     gpus_per_node), then 2 and 4 whole nodes as pipeline stages (16, 32 for 8 per node)."""
     capacity_basis: CapacityBasis = DEFAULT_CAPACITY_BASIS
+    traffic: Traffic | None = None
+    """Each cell also plans this traffic: the fewest GPUs (replicas x tensor parallel 1, 2, 4,
+    8 up to one node) that serve it within its limits, and their cost, on the vLLM method's KV
+    pool at max_model_len = context_tokens. At most 1,024 cells with traffic (a 422 naming the
+    longest list)."""
 
 
 class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -62,3 +69,31 @@ class OffloadRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How the engine reaches offloaded weights: ``uva`` (vLLM V1 from 0.8.4: kernels read them
     in place, only the bytes a step touches cross) or ``copy`` (vLLM V0, or UVA disabled: each
     offloaded layer is copied to the GPU before it runs, every offloaded byte every step)."""
+
+
+class TrafficCell(msgspec.Struct, frozen=True, kw_only=True):
+    feasible: bool
+    replicas: int | None = None
+    tensor_parallel: int | None = None
+    gpu_count: int | None = None
+    """replicas x tensor_parallel."""
+    requests_per_s_per_replica: float | None = None
+    headroom: float | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    cost: TrafficCost | None = None
+    summary: str
+    """The option in words, or why none serves the traffic."""
+
+
+class TrafficMatrixCell(CostedCell, frozen=True, kw_only=True):
+    traffic: TrafficCell | None = None
+
+
+class TrafficMatrixRow(CostedRow, frozen=True, kw_only=True):
+    cells: list[TrafficMatrixCell]  # type: ignore[assignment]
+
+
+class TrafficMatrix(CostedMatrix, frozen=True, kw_only=True):
+    rows: list[TrafficMatrixRow]  # type: ignore[assignment]
+    traffic: Traffic

@@ -20,6 +20,7 @@ from service.sizing.cost import Cost, RankBy
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.models import ModelSpec
 from service.sizing.plan import Plan
+from service.sizing.serving.traffic import Traffic, TrafficPlan
 from service.sizing.training import Projection, TrainingMemory
 from service.sizing.vllm.plan import VllmOptions
 
@@ -71,7 +72,13 @@ class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """seed: the seeds' budget (capacity x utilisation - overhead); vllm: predict what vLLM
     reports at start-up (service.sizing.vllm.predict), for one ``gpu``, inference only."""
     vllm: VllmOptions | None = None
-    """vLLM's flags for method vllm (null: the engine's defaults for the GPU)."""
+    """vLLM's flags for method vllm (null: the engine's defaults for the GPU); with
+    ``traffic``, the flags its replicas run with, whatever the method."""
+    traffic: Traffic | None = None
+    """Plan the fewest GPUs (the cheapest) that serve this traffic within its limits: replicas
+    x tensor parallel on each GPU (1, 2, 4, 8 up to one node, or the splits named within a
+    node), each replica's KV pool the vLLM method's at max_model_len = vllm.max_model_len or
+    context_tokens. Inference only."""
 
 
 class PlanOption(Plan, frozen=True, kw_only=True):
@@ -93,6 +100,9 @@ class PlanAnswer(Plan, frozen=True, kw_only=True, tag_field="kind", tag="inferen
     """How ``options`` are ordered, in words; empty when the request named a gpu."""
     unpriced_gpus: list[str] = msgspec.field(default_factory=list)
     """Ranked by a cost: the GPUs that fit but lack that price (listed after the priced ones)."""
+    traffic: TrafficPlan | None = None
+    """The request's traffic planned: the chosen replicas, every option and why each cheaper
+    one fails (null without ``traffic``)."""
 
 
 class TrainingPerGpu(msgspec.Struct, frozen=True, kw_only=True):

@@ -96,6 +96,7 @@ def test_the_spec_states_every_bound_the_request_decoders_enforce() -> None:
     from service.schemas.catalogue import FormatBody, GpuBody, InterconnectBody, ModelBody
     from service.schemas.compute import MatrixRequest, OffloadRequest
     from service.schemas.plan import PlanRequest
+    from service.schemas.speed import SpeedRequest
 
     spec = json.loads(openapi_json())
     bodies = [
@@ -111,6 +112,7 @@ def test_the_spec_states_every_bound_the_request_decoders_enforce() -> None:
         CreatePlanBody,
         EditPlanBody,
         ReviewBody,
+        SpeedRequest,
     ]
     json_bodies = {
         content["schema"]["$ref"].rsplit("/", 1)[-1]

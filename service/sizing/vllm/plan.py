@@ -12,6 +12,7 @@ from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
+from service.sizing.serving.traffic import TrafficPlan
 from service.sizing.vllm.config import (
     CompileCache,
     Dtype,
@@ -121,6 +122,8 @@ class VllmPlanAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
     warnings: list[PlanWarning] = msgspec.field(default_factory=list)
     """About the request itself (``weight_format_from_checkpoint``); the engine's own findings
     are in the prediction's notes."""
+    traffic: TrafficPlan | None = None
+    """The request's traffic planned (null without ``traffic``)."""
 
 
 def engine_config_of(flags: object, **given: Any) -> EngineConfig:
