@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             print(serving_accuracy.render(results))
         return 0
     if args.command == "accuracy":
-        from service.accuracy.vllm import render, render_markdown, report
+        from service.accuracy.vllm import report
+        from service.accuracy.vllm_report import render, render_markdown
 
         rep = report()
         if args.markdown:

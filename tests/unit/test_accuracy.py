@@ -17,9 +17,9 @@ from service.accuracy.vllm import (
     CASES_DIR,
     load_cases,
     predict_case,
-    render,
     report,
 )
+from service.accuracy.vllm_report import render
 from service.sizing.errors import SizingError
 from service.sizing.units import GiB
 
