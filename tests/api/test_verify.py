@@ -175,7 +175,7 @@ async def test_verify_a_linear_attention_hybrid_counts_requests_by_the_engine_li
 ) -> None:
     # The 2x H200 Qwen3-Next log of vLLM 0.10.2 against an imported Qwen3-Next. Predicted on
     # the catalogue H200 (150,119,844,413 B as torch sees it) x 0.9 = 135,107,859,971 B, less
-    # weights 79,758,277,376 (tests/unit/sizing/test_engine.py), activation 6,042,822,901 and
+    # weights 79,758,277,376 (tests/unit/sizing/vllm/test_predict.py), activation 6,042,822,901 and
     # non-torch 590,558,003 = 48,716,201,691 B = 7,287 blocks of 6,684,672 B -> 7,287 // 4 x
     # 544 = 990,624 tokens against 973,760 logged (+1.73%). Its 973,760 tokens hold
     # int(14.77) = 14 requests of
@@ -211,7 +211,7 @@ async def test_verify_a_v0_pipeline_log_checks_the_first_stage(client: Client) -
     # sizes; the log prints no release, so engine_version v0 with its last MLA release's
     # layout, 0.7.3). V0's unprefixed line is the driver's, rank 0 of the first stage, which
     # 0.7.x gives 30 of the 61 layers: 42,390,314,201 B = 39.4791 GiB (as in
-    # tests/unit/sizing/test_engine.py for 0.7.2, less 30 x 4,194,304 B for a bf16 kv_b
+    # tests/unit/sizing/vllm/test_predict.py for 0.7.2, less 30 x 4,194,304 B for a bf16 kv_b
     # instead of fp32) against the 39.66 logged (-0.46%, within 1%).
     body = {
         "log": _log("vllm-13074-h20-3e-deepseek-r1-tp8-pp2-util1.0-fails"),
@@ -250,7 +250,7 @@ async def test_a_log_in_an_unmodelled_four_bit_layout_is_a_422_on_the_log(client
 async def test_plan_method_vllm_with_gptq_weights(client: Client) -> None:
     # Qwen2.5-7B in GPTQ-Int4 (weight_format gptq-int4 -> quantization gptq): 6,525,621,760
     # 4-bit parameters x 66/128 B + the 16-bit embedding and head 2,179,989,504 B + the rope
-    # cache 8,388,608 B = 5,553,151,832 B (tests/unit/sizing/test_engine.py).
+    # cache 8,388,608 B = 5,553,151,832 B (tests/unit/sizing/vllm/test_predict.py).
     body = {
         "model": "qwen2.5-7b",
         "gpu": "h100",

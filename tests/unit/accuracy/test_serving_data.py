@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = ROOT / "service" / "accuracy" / "cases" / "serving"
 GPUS_JSON = ROOT / "service" / "catalogue" / "data" / "gpus.json"
 

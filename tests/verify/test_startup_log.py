@@ -12,7 +12,7 @@ from service.verify.startup_log import parse_nvidia_smi, parse_startup_log
 
 GIB = 2**30
 MIB = 2**20
-CASES = Path(__file__).resolve().parents[3] / "service" / "accuracy" / "cases" / "vllm_logs"
+CASES = Path(__file__).resolve().parents[2] / "service" / "accuracy" / "cases" / "vllm_logs"
 
 
 def _log(case: str) -> str:

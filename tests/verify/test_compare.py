@@ -8,7 +8,7 @@ from service.sizing.vllm.config import EngineConfig
 from service.verify.compare import compare, config_from_log
 from service.verify.startup_log import StartupLog, parse_startup_log
 from tests.unit.sizing.specs import LLAMA_8B
-from tests.unit.sizing.test_engine import GIB, H100
+from tests.unit.sizing.vllm.test_predict import GIB, H100
 
 BASE = EngineConfig(gpu_total_bytes=80 * GIB, max_model_len=8192)
 

@@ -59,5 +59,5 @@ def test_the_accuracy_page_is_the_markdown_commands_output(
     # docs/serving-accuracy.md is `python -m service accuracy --serving --markdown` > the file:
     # it must never drift from what the model predicts.
     assert main(["accuracy", "--serving", "--markdown"]) == 0
-    page = Path(__file__).resolve().parents[2] / "docs" / "serving-accuracy.md"
+    page = Path(__file__).resolve().parents[3] / "docs" / "serving-accuracy.md"
     assert capsys.readouterr().out == page.read_text(encoding="utf-8")
