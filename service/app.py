@@ -17,7 +17,7 @@ from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.docs import assets_router, render_plugins
-from service.api.guards import KeyVerifier
+from service.api.guards import KeyVerifier, drop_open_guards
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
 from service.api.openapi import (
@@ -129,6 +129,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ),
         ),
     )
+    # RequestTransaction (below) ends and closes the request's session before the answer
+    # starts; advanced-alchemy's before-send hook would only look for it again on every message.
+    app.before_send = [h for h in app.before_send if h is not db_config.before_send_handler]
+    drop_open_guards(app)
     forbid_unknown_properties(app.openapi_schema)
     declare_negotiation(app)
     state_bounds(app.openapi_schema)

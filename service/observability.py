@@ -24,9 +24,12 @@ Litestar's built-in RateLimitMiddleware was not used: it keeps every request tim
 (STACK-NOTES: throughput fell ~8x at high limits) and its 429 carries no Retry-After.
 """
 
+import datetime
 import logging
+import os
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -52,7 +55,7 @@ UNMATCHED = "<unmatched>"
 METRICS_MEDIA_TYPE = "text/plain; version=0.0.4"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-request_log = structlog.get_logger("service.request")
+request_log = logging.getLogger("service.request")
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: half the exposition, nothing we query
 
 
@@ -74,12 +77,12 @@ def configure_logging(level: str) -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
-    formatter = structlog.stdlib.ProcessorFormatter(
+    formatter = _JsonFormatter(
         foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            structlog.processors.JSONRenderer(serializer=_dumps),
         ],
     )
     root = logging.getLogger()
@@ -93,6 +96,60 @@ def configure_logging(level: str) -> None:
     handler.planner_json = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
+
+
+def _dumps(event: dict[str, Any], **_: Any) -> str:
+    """One JSON object (msgspec: compact, several times faster than json.dumps); a value JSON
+    cannot hold is written as its repr, like structlog's own fallback."""
+    return msgspec.json.encode(event, enc_hook=repr).decode()
+
+
+class _JsonFormatter(structlog.stdlib.ProcessorFormatter):
+    """structlog's formatter, with a short way for the request lines (``log_request``): their
+    event dict is complete already, so it is written as it is, without copying the record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, "planner_request", False):
+            return _dumps(record.msg)  # type: ignore[arg-type]
+        return super().format(record)
+
+
+def _utc_now_iso() -> str:
+    """structlog's TimeStamper(fmt="iso", utc=True), as the other log lines carry it."""
+    return datetime.datetime.now(tz=datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def log_request(level: int, fields: dict[str, Any]) -> None:
+    """The request's JSON line: the keys structlog's chain adds (logger, level, ts), built
+    here once. One LogRecord, without structlog's processors or a caller lookup per request;
+    handlers (pytest's caplog too) see the event dict as the record's ``msg``, as before."""
+    if not request_log.isEnabledFor(level):
+        return
+    fields["logger"] = request_log.name
+    fields["level"] = "warning" if level == logging.WARNING else "info"
+    fields["ts"] = _utc_now_iso()
+    record = logging.LogRecord.__new__(logging.LogRecord)
+    record.__dict__.update(_record_template(level))
+    record.msg = fields
+    record.created = now = time.time()
+    record.msecs = int(now * 1000) % 1000
+    record.relativeCreated = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
+    request_log.handle(record)
+
+
+_TEMPLATES: dict[tuple[int, int, int], dict[str, Any]] = {}
+
+
+def _record_template(level: int) -> dict[str, Any]:
+    """A LogRecord's attributes that do not change between requests of one process and thread
+    (LogRecord() looks the thread, process and their names up again for every record)."""
+    key = (level, os.getpid(), threading.get_ident())
+    template = _TEMPLATES.get(key)
+    if template is None:
+        made = logging.LogRecord(request_log.name, level, "", 0, "", None, None)
+        made.planner_request = True
+        template = _TEMPLATES[key] = dict(made.__dict__)
+    return template
 
 
 # Metrics ---------------------------------------------------------------------------------
@@ -230,13 +287,17 @@ def authorization_of(scope: Scope) -> str:
 # The middleware --------------------------------------------------------------------------
 
 
-class _Answer(msgspec.Struct):
-    status: str = ""
+OUTCOME = "planner_outcome"
+"""Where a handler leaves what its answer counts for (``note_outcome``): RequestMiddleware
+counts it once the request ends in a 2xx, so no answer body is decoded again to count it."""
+Outcome = tuple[str, str | None]
 
 
-class _SavedPlan(msgspec.Struct):
-    status: str = ""
-    answer: _Answer | None = None
+def note_outcome(state: dict[str, Any], kind: str, status: str | None) -> None:
+    """Count this request's answer, if it ends in a 2xx: ``kind`` "compute" (POST /plan, the
+    plan's status), "created" (a new saved plan, its answer's status) or "reviewed" (the plan's
+    workflow status after the review). ``state``: the scope's state (``request.scope["state"]``)."""
+    state[OUTCOME] = (kind, status)
 
 
 def request_id_of(scope: Scope) -> str:
@@ -265,6 +326,9 @@ class RequestMiddleware:
         self.keys = keys
         self.auth_failures = auth_failures
         self.proxy_header = proxy_header.strip().lower().encode("latin-1")
+        # The (counter, histogram) children of each (method, route, status): labels() looks
+        # them up under a lock on every call; the routes are templates, so this stays small.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -272,34 +336,23 @@ class RequestMiddleware:
             return
         started = time.perf_counter()
         request_id = request_id_of(scope)
-        scope.setdefault("state", {})["request_id"] = request_id  # type: ignore[typeddict-unknown-key]
-        method, path = scope["method"], scope["path"].rstrip("/") or "/"
+        state: dict[str, Any] = scope.setdefault("state", {})  # type: ignore[typeddict-item]
+        state["request_id"] = request_id
+        header = (b"x-request-id", request_id.encode())
         status = 500
-        counted = method == "POST" and path.startswith("/plan")  # the answers _count_plans reads
-        keep_body = False
-        body: list[bytes] = []
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, keep_body
+            nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
-                keep_body = (
-                    counted
-                    and status < 300
-                    and any(
-                        k.lower() == b"content-type" and v.startswith(b"application/json")
-                        for k, v in headers
-                    )
-                )
-                message = {**message, "headers": headers}  # type: ignore[typeddict-item]
-            elif message["type"] == "http.response.body" and keep_body:
-                body.append(message.get("body", b""))
+                message = {**message, "headers": [*message.get("headers", ()), header]}  # type: ignore[typeddict-item]
             await send(message)
 
         route = UNMATCHED
         try:
-            if path not in UNLIMITED_PATHS:
+            if (scope["path"].rstrip("/") or "/") not in UNLIMITED_PATHS and (
+                self.limiter is not None or self.auth_failures is not None or _has_auth(scope)
+            ):
                 limited = await self._limit(scope)
                 if limited is not None:
                     route = "<rate-limited>"
@@ -309,8 +362,8 @@ class RequestMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
-            route = str(scope.get("path_template") or route)
-            self._record(scope, method, path, route, status, elapsed, request_id, b"".join(body))
+            route = scope.get("path_template") or route  # type: ignore[assignment]
+            self._record(scope, route, status, elapsed, request_id)
 
     async def _limit(self, scope: Scope) -> tuple[float, str] | None:
         """Verify a presented key (state for the guards), then take a token from the caller's
@@ -343,56 +396,60 @@ class RequestMiddleware:
         return (wait, whose) if wait else None
 
     def _record(
-        self,
-        scope: Scope,
-        method: str,
-        path: str,
-        route: str,
-        status: int,
-        elapsed: float,
-        request_id: str,
-        body: bytes,
+        self, scope: Scope, route: str, status: int, elapsed: float, request_id: str
     ) -> None:
-        labels = (method, route, str(status))
-        self.metrics.requests.labels(*labels).inc()
-        self.metrics.latency.labels(*labels).observe(elapsed)
+        method = scope["method"]  # type: ignore[typeddict-item]
+        series = self._series.get((method, route, status))
+        if series is None:
+            labels = (method, route, str(status))
+            series = (
+                self.metrics.requests.labels(*labels),
+                self.metrics.latency.labels(*labels),
+            )
+            self._series[(method, route, status)] = series
+        series[0].inc()
+        series[1].observe(elapsed)
+        state: dict[str, Any] = scope["state"]  # type: ignore[typeddict-item]
         if 200 <= status < 300:
             if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):
                 self.cache.expire()  # committed (the commit runs before the answer starts)
-            if body:
-                self._count_plans(route, status, body)
-        state = scope.get("state", {})
+            outcome: Outcome | None = state.get(OUTCOME)
+            if outcome is not None:
+                self._count(*outcome)
         principal = state.get(PRINCIPAL)
-        client = scope.get("client")
-        address = state.get("client_address") or (client[0] if client else None)
-        request_log.log(
+        address = state.get("client_address") or (
+            client_address(scope, self.proxy_header) if scope.get("client") else None
+        )
+        log_request(
             logging.WARNING if status >= 500 else logging.INFO,
-            "request",
-            request_id=request_id,
-            method=method,
-            path=path,
-            route=route,
-            status=status,
-            duration_ms=round(elapsed * 1000, 2),
-            client=address,
-            principal=getattr(principal, "name", None),
+            {
+                "event": "request",
+                "request_id": request_id,
+                "method": method,
+                "path": scope["path"].rstrip("/") or "/",
+                "route": route,
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+                "client": address,
+                "principal": getattr(principal, "name", None),
+            },
         )
 
-    def _count_plans(self, route: str, status: int, body: bytes) -> None:
-        try:
-            if route == "/plan":
-                answer = msgspec.json.decode(body, type=_Answer)
-                self.metrics.plan_outcomes.labels("compute", answer.status).inc()
-            elif route == "/plans" and status == 201:
-                saved = msgspec.json.decode(body, type=_SavedPlan)
-                self.metrics.plans_created.inc()
-                if saved.answer is not None:
-                    self.metrics.plan_outcomes.labels("saved", saved.answer.status).inc()
-            elif route.endswith("/reviews"):
-                saved = msgspec.json.decode(body, type=_SavedPlan)
-                self.metrics.plans_reviewed.labels(saved.status).inc()
-        except msgspec.DecodeError:  # not the shape we count: never fail the request for it
-            pass
+    def _count(self, kind: str, status: str | None) -> None:
+        if kind == "compute" and status is not None:
+            self.metrics.plan_outcomes.labels("compute", status).inc()
+        elif kind == "created":
+            self.metrics.plans_created.inc()
+            if status is not None:
+                self.metrics.plan_outcomes.labels("saved", status).inc()
+        elif kind == "reviewed" and status is not None:
+            self.metrics.plans_reviewed.labels(status).inc()
+
+
+def _has_auth(scope: Scope) -> bool:
+    """Whether the request presents an Authorization header (its key is verified here even
+    with the rate limits off, so the guards read one verdict)."""
+    return any(name == b"authorization" for name, _ in scope["headers"])
 
 
 async def _too_many_requests(

@@ -99,8 +99,8 @@ class RequestTransaction:
     async def _end_transaction(self, scope: Scope, status: int) -> Exception | None:
         """Commit on 2xx, else roll back; then close. The commit's error, if it failed."""
         session: AsyncSession | None = get_aa_scope_state(scope, self.session_key, pop=True)
-        if session is None:
-            return None
+        if session is None or not session.in_transaction():
+            return None  # never used (a computation served from the cached catalogue): no-op
         failed: Exception | None = None
         try:
             if 200 <= status < 300:

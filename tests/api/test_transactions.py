@@ -20,8 +20,12 @@ KEY = "session"
 
 
 class FakeSession:
-    def __init__(self) -> None:
+    def __init__(self, *, used: bool = True) -> None:
         self.calls: list[str] = []
+        self.used = used
+
+    def in_transaction(self) -> bool:
+        return self.used
 
     async def invalidate(self) -> None:
         self.calls.append("invalidate")
@@ -95,6 +99,20 @@ async def test_the_deadline_never_cuts_an_answer_that_has_started() -> None:
     sent = await run(slow_body, http_scope("/plans", session), deadline_s=0.05)
     assert [m.get("status") or m.get("body") for m in sent] == [200, b"done"]
     assert session.calls == ["commit", "close"]  # committed before the answer started
+
+
+async def test_a_session_the_request_never_used_is_neither_committed_nor_closed() -> None:
+    """A computation served from the cached catalogue never begins a transaction: no commit,
+    no rollback, no close (each is a round trip through SQLAlchemy's greenlet)."""
+    session = FakeSession(used=False)
+
+    async def answer(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+    sent = await run(answer, http_scope("/plan", session), deadline_s=1)
+    assert [m.get("status") or m.get("body") for m in sent] == [200, b"{}"]
+    assert session.calls == []
 
 
 async def test_a_commit_that_fails_is_a_503_not_a_201_and_saves_nothing(
