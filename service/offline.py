@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from service.catalogue.cache import snapshot_of
-from service.catalogue.convert import gpu_price_of
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.plans.compute import (
     DEFAULT_MATRIX_FORMATS,
@@ -89,7 +88,7 @@ class LocalCatalogue:
         return self.snapshot.all_gpu_specs()
 
     def prices(self) -> dict[str, GpuPrice]:
-        return {row.slug: gpu_price_of(row) for row in self.snapshot.rows[Gpu.__tablename__]}
+        return self.snapshot.prices()
 
     def model(self, name: str, field: str = "model") -> ModelSpec:
         return self.snapshot.model_spec(name, field)

@@ -8,6 +8,7 @@ they read the database (a saved plan stores exactly the rows it used).
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from service.catalogue.cache import Snapshot
 from service.catalogue.lookup import serving_cache
 
 
@@ -23,3 +24,11 @@ def serve_from_cached_catalogue(app: ASGIApp) -> ASGIApp:
 
 
 CACHED_CATALOGUE = [serve_from_cached_catalogue]
+
+
+async def cached_snapshot() -> Snapshot:
+    """The snapshot a CACHED_CATALOGUE handler computes from (a 503 while there is none and
+    the database does not answer, as for its lookups)."""
+    cache = serving_cache.get()
+    assert cache is not None, "the handler must opt in with middleware=CACHED_CATALOGUE"
+    return await cache.current()

@@ -34,15 +34,23 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
+from service.catalogue.convert import (
+    gpu_price_of,
+    gpu_spec_of,
+    link_spec_of,
+    model_spec_of,
+    number_format_of,
+)
 from service.catalogue.lookup import KIND, Row, choose, normalise, serving_snapshot
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.db import within
+from service.sizing.cost import GpuPrice
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
@@ -107,6 +115,15 @@ class Snapshot:
 
     def number_format(self, name: str, field: str) -> NumberFormat:
         return self.formats.resolve(name, field)
+
+    @cached_property
+    def _prices(self) -> dict[str, GpuPrice]:
+        return {row.slug: gpu_price_of(row) for row in self.rows[Gpu.__tablename__]}
+
+    def prices(self) -> dict[str, GpuPrice]:
+        """Every GPU's prices by slug (a GPU without prices: an unpriced GpuPrice), converted
+        once per snapshot; a copy, the caller's to change."""
+        return dict(self._prices)
 
 
 def _table(kind: str, rows: Sequence[Any], convert: Callable[[Any], Spec]) -> Table[Spec]:

@@ -13,7 +13,7 @@ Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
   dtype (vLLM's mamba cache dtype follows the model, not kv_cache_dtype), split by TP.
 """
 
-from collections import Counter
+import typing
 from collections.abc import Sequence
 
 import msgspec
@@ -22,6 +22,8 @@ from service.sizing.formats import NumberFormat
 from service.sizing.models import LayerType, ModelSpec
 from service.sizing.parallel import kv_heads_per_gpu
 from service.sizing.units import ceil_div
+
+LAYER_KINDS: tuple[LayerType, ...] = typing.get_args(LayerType)
 
 STATE_VALUE_BYTES = 2
 """Linear-attention states are held in the model's 16-bit dtype."""
@@ -88,18 +90,24 @@ def kv_shape(
     (default: every layer, i.e. the whole model when tp=1)."""
     numerator, denominator = fmt.bits_ratio
     growth = sliding = 0  # values per token, summed over layers
-    counts = Counter(model.resolved_layer_types if layers is None else layers)
-    for kind, count in counts.items():
+    types = model.resolved_layer_types if layers is None else layers
+    linear = 0
+    for kind in LAYER_KINDS:
+        count = types.count(kind)
+        if not count:
+            continue
         values = count * _layer_values_per_token(model, kind, tensor_parallel)
         if kind == "sliding":
             sliding += values
         else:
             growth += values
+        if kind == "linear":
+            linear = count
     return KvShape(
         growth_bytes_per_token=ceil_div(growth * numerator, denominator * 8),
         sliding_bytes_per_token=ceil_div(sliding * numerator, denominator * 8),
         window_tokens=model.sliding_window_tokens,
-        state_bytes_per_sequence=counts["linear"]
+        state_bytes_per_sequence=linear
         * linear_state_values(model, tensor_parallel)
         * STATE_VALUE_BYTES,
     )

@@ -121,7 +121,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
 def usable_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
     """Seed step 3: capacity x utilisation (80 GB x 0.9 = 72 GB), exact to the byte."""
     capacity = gpu.capacity_bytes(workload.capacity_basis)
-    return int(capacity * exact(workload.gpu_memory_utilization))
+    share = exact(workload.gpu_memory_utilization)
+    return capacity * share.numerator // share.denominator  # int(capacity x share), in integers
 
 
 def budget_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
@@ -147,7 +148,10 @@ class _Layout(msgspec.Struct, frozen=True):
     total_budget: int
     pool_tokens: int
     max_concurrency: int
-    decode: DecodeCeiling
+    mean_share: int
+    """The mean weight bytes per GPU and one conversation's KV on the busiest GPU: what the
+    decode ceiling reads (computed for the chosen layout only, in ``_decode``)."""
+    seq_kv_on_busiest: int
 
 
 def _layout(
@@ -197,14 +201,6 @@ def _layout(
             busiest = candidate
             seq_kv_on_busiest = seq_bytes
     assert busiest is not None
-    decode = decode_ceiling(
-        model,
-        weight_bytes_per_gpu=mean_share,
-        kv_bytes_per_sequence_per_gpu=seq_kv_on_busiest,
-        concurrency=users,
-        hbm_bytes_per_s=gpu.hbm_bytes_per_s,
-        pipeline_stages=pp,
-    )
     return _Layout(
         split=split,
         per_gpu=busiest,
@@ -213,7 +209,19 @@ def _layout(
         total_budget=budget * split.gpu_count,
         pool_tokens=max(0, pool_tokens),
         max_concurrency=max(0, max_conc),
-        decode=decode,
+        mean_share=mean_share,
+        seq_kv_on_busiest=seq_kv_on_busiest,
+    )
+
+
+def _decode(model: ModelSpec, gpu: GpuSpec, workload: Workload, layout: _Layout) -> DecodeCeiling:
+    return decode_ceiling(
+        model,
+        weight_bytes_per_gpu=layout.mean_share,
+        kv_bytes_per_sequence_per_gpu=layout.seq_kv_on_busiest,
+        concurrency=workload.concurrency,
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s,
+        pipeline_stages=layout.split.pipeline_parallel,
     )
 
 
@@ -226,6 +234,7 @@ def _warnings(
     layout: _Layout,
     status: Status,
     smallest_fitting: Split | None,
+    decode: DecodeCeiling,
 ) -> list[PlanWarning]:
     out: list[PlanWarning] = []
 
@@ -264,7 +273,7 @@ def _warnings(
             f"Mixture of experts: memory is sized by all {model.total_params:,} parameters; "
             f"each token computes with about {model.resolved_active_params:,}. A decode step "
             f"of {workload.concurrency:,} conversation(s) reads about "
-            f"{layout.decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
+            f"{decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
             f"layer ({UNIFORM_ROUTING}).",
         )
     if workload.gpu_memory_utilization > UTILISATION_WARN_ABOVE:
@@ -337,6 +346,7 @@ def _finish(
     busiest_fraction = per.spare_bytes / per.budget_bytes if per.budget_bytes > 0 else -1.0
     status = spare_status(min(fraction, busiest_fraction))
     whole_model_kv = kv_shape(model, kv_format)  # tp=1, no replication
+    decode = _decode(model, gpu, workload, layout)
     return Plan(
         model=model.slug,
         gpu=gpu.slug,
@@ -364,9 +374,9 @@ def _finish(
         concurrency=workload.concurrency,
         context_tokens=workload.context_tokens,
         per_gpu=per,
-        decode=layout.decode,
+        decode=decode,
         warnings=_warnings(
-            model, gpu, weight_format, kv_format, workload, layout, status, smallest_fitting
+            model, gpu, weight_format, kv_format, workload, layout, status, smallest_fitting, decode
         ),
         considered=considered,
         smallest_fitting_split=smallest_fitting if status == "does_not_fit" else None,
