@@ -224,6 +224,38 @@ _FLAGS: dict[str, re.Pattern[str]] = {
 }
 
 
+_NEEDS: dict[str, tuple[str, ...]] = {
+    # _PATTERNS (the re.I ones compared with the line casefolded, as re.I compares)
+    "weights": ("took ",),
+    "weights_v0": ("model weights take",),
+    "non_torch": ("non_torch_memory",),
+    "blocks": (" blocks: ",),
+    "version": ("version", "LLM engine (v"),
+    # _CONFIG and _FLAGS
+    "model": ("model='", "vllm serve "),
+    "dtype": ("dtype=torch.",),
+    "block_size": ("'block_size':", "--block-size"),
+    "max_loras": ("max_loras", "-max-loras", "-max_loras"),
+    "quantization": ("quantization", "-q"),
+    "pipeline_parallel_size": ("pipeline_parallel_size", "-pipeline", "-pp"),
+}
+"""A text each of these patterns cannot match without (any one of them): the patterns that
+start with neither a fixed text nor a case-sensitive one make the regex engine try every
+position of every line (most of a 200-line log's parse); an ``in`` test skips them first."""
+
+
+def _guarded(
+    patterns: dict[str, re.Pattern[str]],
+) -> list[tuple[str, re.Pattern[str], tuple[str, ...], bool]]:
+    """(name, pattern, the texts it needs (none: always searched), compare casefolded)."""
+    out = []
+    for name, pattern in patterns.items():
+        caseless = bool(pattern.flags & re.IGNORECASE)
+        needs = tuple(n.casefold() if caseless else n for n in _NEEDS.get(name, ()))
+        out.append((name, pattern, needs, caseless))
+    return out
+
+
 def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     """``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`` (MiB)."""
     gpus: list[NvidiaSmiGpu] = []
@@ -260,6 +292,10 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     return gpus
 
 
+_GUARDED_PATTERNS = _guarded(_PATTERNS)
+_GUARDED_SETTINGS = [*_guarded(_CONFIG), *_guarded(_FLAGS)]  # all case-sensitive
+
+
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     """Parse ``text``; raise SizingError (field ``log``) naming the expected lines when it holds
     none of them."""
@@ -270,7 +306,10 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
         if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
             continue
         hit = False
-        for name, pattern in _PATTERNS.items():
+        folded = line.casefold()
+        for name, pattern, needs, caseless in _GUARDED_PATTERNS:
+            if needs and not any(n in (folded if caseless else line) for n in needs):
+                continue
             m = pattern.search(line)
             if not m:
                 continue
@@ -297,9 +336,11 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             elif name == "v0_too_small":
                 found["failed"] = True
                 found.setdefault("failure", line.strip())
-        for name, pattern in [*_CONFIG.items(), *_FLAGS.items()]:
+        for name, pattern, needs, _ in _GUARDED_SETTINGS:
+            if name in found or (needs and not any(n in line for n in needs)):
+                continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
-            if m and name not in found:
+            if m:
                 value = m.group(1)
                 if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
                     found[name] = None if value == "None" else value

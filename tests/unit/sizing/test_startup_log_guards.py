@@ -1,0 +1,60 @@
+"""The parser's text guards (startup_log._NEEDS) only skip searches that cannot match: every
+collected log, shuffled and in other cases, parses the same with the guards as without."""
+
+import json
+import random
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from service.sizing import startup_log
+from service.sizing.errors import SizingError
+
+LOGS = sorted((Path(__file__).resolve().parents[2] / "data" / "vllm_logs").glob("*.json"))
+
+
+def texts() -> list[str]:
+    base = ["\n".join(json.loads(p.read_text(encoding="utf-8"))["log_lines"]) for p in LOGS]
+    rnd = random.Random(20)
+    out = []
+    for text in base:
+        lines = text.splitlines()
+        rnd.shuffle(lines)
+        # re.IGNORECASE matches the Kelvin sign for k and the long s for s: so must the guard.
+        odd = text.replace("k", "\u212a").replace("s", "\u017f")
+        out += [text, "\n".join(lines), text.upper(), text.lower(), odd]
+    return out
+
+
+def parsed(text: str) -> bytes:
+    try:
+        return msgspec.json.encode(startup_log.parse_startup_log(text))
+    except SizingError as exc:
+        return str(exc).encode()
+
+
+def test_the_guards_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = texts()
+    guarded = [parsed(t) for t in corpus]
+    unguarded = [(name, p, (), caseless) for name, p, _, caseless in startup_log._GUARDED_PATTERNS]
+    monkeypatch.setattr(startup_log, "_GUARDED_PATTERNS", unguarded)
+    monkeypatch.setattr(
+        startup_log,
+        "_GUARDED_SETTINGS",
+        [(n, p, (), c) for n, p, _, c in startup_log._GUARDED_SETTINGS],
+    )
+    assert [parsed(t) for t in corpus] == guarded
+    assert len(LOGS) > 100  # the collected cases, all of them
+
+
+def test_each_guard_is_text_its_pattern_spells_out() -> None:
+    """A guard is a fixed text of its pattern (a typo would skip lines that match)."""
+    named = [*startup_log._PATTERNS.items(), *startup_log._CONFIG.items()]
+    named += startup_log._FLAGS.items()
+    for name, needs in startup_log._NEEDS.items():
+        sources = [p.pattern.replace("\\", "") for n, p in named if n == name]
+        spelled = [v for s in sources for v in (s, s.replace("[-_]", "-"), s.replace("[-_]", "_"))]
+        assert sources, name
+        for need in needs:
+            assert any(need.strip() in s for s in spelled), (name, need)
