@@ -5,6 +5,7 @@ import asyncio
 import json
 import math
 import sys
+from typing import Any
 
 from service.settings import Settings
 
@@ -29,6 +30,23 @@ async def _create_key(settings: Settings, principal: str, role: str) -> str:
             return await create_key(session, principal, role)  # type: ignore[arg-type]
     finally:
         await engine.dispose()
+
+
+def serve_workers(workers: int, options: dict[str, Any]) -> None:
+    """``workers`` uvicorn worker processes on one listening socket, each making its own app
+    (create_app reads the same environment in each). What uvicorn.run(workers=N) does, with
+    TCP_NODELAY set on the listening socket (accepted sockets inherit it): uvicorn binds that
+    socket without naming the TCP protocol, so asyncio leaves Nagle's algorithm on for every
+    connection, and a keep-alive client waits for delayed ACKs (about 40 ms an answer)."""
+    import socket
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config("service.app:create_app", factory=True, workers=workers, **options)
+    sock = config.bind_socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,18 +119,21 @@ def main(argv: list[str] | None = None) -> int:
             from service.db import migrate
 
             migrate(settings.database_url)
-        uvicorn.run(
-            create_app(settings),
-            host=args.host or settings.host,
-            port=args.port or settings.port,
-            log_level=settings.log_level.lower(),
-            log_config=None,  # keep create_app's JSON logging; one line per request from it
-            access_log=False,
+        options: dict[str, Any] = {
+            "host": args.host or settings.host,
+            "port": args.port or settings.port,
+            "log_level": settings.log_level.lower(),
+            "log_config": None,  # keep create_app's JSON logging; one line per request from it
+            "access_log": False,
             # SIGTERM: stop accepting, let in-flight requests finish (Kubernetes waits
             # terminationGracePeriodSeconds, set above this), then exit.
-            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
-            proxy_headers=False,
-        )
+            "timeout_graceful_shutdown": math.ceil(settings.shutdown_grace_s),
+            "proxy_headers": False,
+        }
+        if settings.workers > 1:
+            serve_workers(settings.workers, options)
+        else:
+            uvicorn.run(create_app(settings), **options)
     return 0
 
 
