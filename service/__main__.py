@@ -1,7 +1,6 @@
 """python -m service {serve,migrate,openapi,keys create,plan,matrix,offload,slack-ask}."""
 
 import argparse
-import asyncio
 import json
 import math
 import sys
@@ -107,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "openapi":
         sys.stdout.write(openapi_json())
     elif args.command == "keys":
+        import asyncio
+
         key = asyncio.run(_create_key(settings, args.principal, args.role))
         print(f"created a {args.role} key for {args.principal}; it is shown once:")
         print(key)

@@ -8,8 +8,8 @@ they read the database (a saved plan stores exactly the rows it used).
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from service.catalogue.cache import Snapshot
 from service.catalogue.lookup import serving_cache
+from service.catalogue.memory import Snapshot
 
 
 def serve_from_cached_catalogue(app: ASGIApp) -> ASGIApp:

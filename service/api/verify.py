@@ -15,7 +15,7 @@ from msgspec import Meta
 from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
 from service.api.guards import open_unless_required
 from service.api.problems import problems
-from service.catalogue.cache import Snapshot
+from service.catalogue.memory import Snapshot
 from service.plans.bounds import OptionalUtilisation, SlugRef, Users
 from service.plans.threads import off_loop
 from service.sizing.engine import (

@@ -4,20 +4,24 @@ Rows carry the specs' fields under the same names, so msgspec converts them (che
 Literal-typed columns on the way); only a GPU's links need resolving to their specs.
 """
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
-from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.cost import GpuPrice
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
 
+if TYPE_CHECKING:  # any object with the columns as attributes converts (the offline rows too)
+    from service.catalogue.tables import Format, Gpu, Interconnect, Model
 
-def link_spec_of(row: Interconnect) -> LinkSpec:
+
+def link_spec_of(row: "Interconnect") -> LinkSpec:
     return msgspec.convert(row, LinkSpec, from_attributes=True)
 
 
-def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
+def gpu_spec_of(row: "Gpu", links: dict[str, LinkSpec]) -> GpuSpec:
     """``links`` maps interconnect slugs to specs; the foreign keys guarantee they exist."""
     return GpuSpec(
         slug=row.slug,
@@ -36,7 +40,7 @@ def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
     )
 
 
-def model_spec_of(row: Model) -> ModelSpec:
+def model_spec_of(row: "Model") -> ModelSpec:
     """A column a row does not carry (a saved plan's snapshot taken before the migration that
     added it) takes the spec's default, which is what the migration gave existing rows."""
     fields = {
@@ -47,11 +51,11 @@ def model_spec_of(row: Model) -> ModelSpec:
     return msgspec.convert(fields, ModelSpec)
 
 
-def number_format_of(row: Format) -> NumberFormat:
+def number_format_of(row: "Format") -> NumberFormat:
     return msgspec.convert(row, NumberFormat, from_attributes=True)
 
 
-def gpu_price_of(row: Gpu) -> GpuPrice:
+def gpu_price_of(row: "Gpu") -> GpuPrice:
     return GpuPrice(
         gpu=row.slug,
         currency=row.currency,

@@ -14,8 +14,6 @@ import sys
 import time
 import urllib.parse
 
-import httpx
-
 from service.chatops.signature import sign
 from service.settings import Settings
 
@@ -63,6 +61,8 @@ def add_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]")
 
 def run(args: argparse.Namespace) -> int:
     """0: answered (200); 1: the service refused or did not answer; 2: no secret set."""
+    import httpx  # here: every other command of python -m service starts without it
+
     secret = Settings.from_env().slack_signing_secret
     if not secret:
         print("error: set SLACK_SIGNING_SECRET to the server's signing secret", file=sys.stderr)

@@ -1,15 +1,11 @@
 """A plan request evaluated against the catalogue: the one path shared by POST /plan and the
 saved plans of /plans (which store the request, this answer and the rows it used)."""
 
-from typing import Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import msgspec
 from msgspec import Meta
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.catalogue import lookup
-from service.catalogue.hf_config import import_config
-from service.catalogue.prices import gpu_prices
 from service.plans.bounds import (
     SEED_OVERHEAD_BYTES,
     ContextTokens,
@@ -21,7 +17,6 @@ from service.plans.bounds import (
     WorkloadKind,
 )
 from service.plans.compute import workload_of
-from service.plans.threads import off_loop
 from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
 from service.sizing.cost import (
     NO_PRICE,
@@ -48,6 +43,13 @@ from service.sizing.training import (
     training_plan,
 )
 from service.verify.plan import VllmOptions, vllm_plan
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+# The database lookups (service.catalogue.lookup, .prices), the worker threads and the
+# config.json importer are imported where they are used: the offline CLI plans through this
+# module without SQLAlchemy or anyio.
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -152,6 +154,8 @@ class TrainingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"
 
 def model_from_config(config_json: dict[str, Any]) -> ModelSpec:
     """An inline config.json as a plannable spec, named after its ``_name_or_path``."""
+    from service.catalogue.hf_config import import_config  # its tables: only for a config.json
+
     name = str(config_json.get("_name_or_path") or "imported-model")
     return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
 
@@ -184,7 +188,7 @@ def inline_model(inline: ModelSpec | None, config_json: dict[str, Any] | None) -
 
 
 async def resolve_model(
-    session: AsyncSession,
+    session: "AsyncSession",
     slug: str | None,
     inline: ModelSpec | None,
     config_json: dict[str, Any] | None = None,
@@ -192,6 +196,8 @@ async def resolve_model(
     if model_source(slug, inline, config_json) != "model":
         return inline_model(inline, config_json)
     assert slug is not None
+    from service.catalogue import lookup
+
     return await lookup.model_spec(session, slug)
 
 
@@ -218,8 +224,10 @@ def checkpoint_warnings(
 
 
 async def resolve_formats(
-    session: AsyncSession, weight_slug: str, kv_slug: str | None
+    session: "AsyncSession", weight_slug: str, kv_slug: str | None
 ) -> tuple[NumberFormat, NumberFormat]:
+    from service.catalogue import lookup
+
     weights = await lookup.number_format(session, weight_slug, "weight_format")
     if kv_slug is None:
         return weights, default_kv_format(weights)
@@ -228,7 +236,9 @@ async def resolve_formats(
     return weights, kv
 
 
-async def resolve_gpus(session: AsyncSession, slug: str | None) -> list[GpuSpec]:
+async def resolve_gpus(session: "AsyncSession", slug: str | None) -> list[GpuSpec]:
+    from service.catalogue import lookup
+
     if slug is not None:
         return [await lookup.gpu_spec(session, slug)]
     return await lookup.all_gpu_specs(session)
@@ -361,12 +371,16 @@ def answer_plan(
     )
 
 
-async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
+async def evaluate_plan(
+    session: "AsyncSession", data: PlanRequest
+) -> "PlanAnswer | TrainingAnswer":
     """Look the request's names up in the catalogue and run the sizing core on them."""
     model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpus = await resolve_gpus(session, data.gpu)
     weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
     weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
+    from service.catalogue.prices import gpu_prices
+
     prices = await gpu_prices(session) if data.workload == "inference" else {}
     return await _answer(data, model, gpus, weights, kv, prices)
 
@@ -435,4 +449,6 @@ async def _answer(
     )
     if cheap:
         return answer_plan(data, model, gpus, weights, kv, prices)
+    from service.plans.threads import off_loop
+
     return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)
