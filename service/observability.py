@@ -423,7 +423,6 @@ class RequestMiddleware:
         log_request(
             logging.WARNING if status >= 500 else logging.INFO,
             {
-                "event": "request",
                 "request_id": request_id,
                 "method": method,
                 "path": scope["path"].rstrip("/") or "/",
@@ -432,6 +431,7 @@ class RequestMiddleware:
                 "duration_ms": round(elapsed * 1000, 2),
                 "client": address,
                 "principal": getattr(principal, "name", None),
+                "event": "request",  # after the fields, where structlog put it
             },
         )
 
