@@ -13,6 +13,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
+from service.api.cached_catalogue import paths_without_database
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
@@ -29,6 +30,7 @@ from service.api.openapi import (
 from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
 from service.api.problems import EXCEPTION_HANDLERS
+from service.api.transactions import UNBOUNDED_PATHS as NO_DATABASE_PATHS
 from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
@@ -146,6 +148,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         retry_after_s=settings.retry_after_s,
         session_key=db_config.session_scope_key,
         on_database_error=lambda: metrics.database_error("request"),
+        unbounded_paths=NO_DATABASE_PATHS | paths_without_database(app),
     )
     limited = settings.rate_limit_per_minute > 0
     limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)

@@ -42,8 +42,11 @@ class RequestTransaction:
         retry_after_s: int,
         session_key: str,
         on_database_error: Callable[[], None] | None = None,
+        unbounded_paths: frozenset[str] = UNBOUNDED_PATHS,
     ) -> None:
         self.app = app
+        self.unbounded_paths = unbounded_paths
+        """Paths run without the deadline's watch task (a task and a timer per request)."""
         self.deadline_s = deadline_s
         self.retry_after_s = retry_after_s
         self.session_key = session_key
@@ -71,7 +74,7 @@ class RequestTransaction:
             await send(message)
             answering = True
 
-        if self.deadline_s <= 0 or scope["path"] in UNBOUNDED_PATHS:
+        if self.deadline_s <= 0 or scope["path"] in self.unbounded_paths:
             await self.app(scope, receive, guarded_send)
             return
         work = asyncio.ensure_future(self.app(scope, receive, guarded_send))

@@ -11,6 +11,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.api.cached_catalogue import paths_without_database
 from service.api.transactions import RequestTransaction
 from service.db import settle_abandoned
 from tests.conftest import new_key
@@ -132,3 +133,14 @@ async def test_a_commit_that_fails_is_a_503_not_a_201_and_saves_nothing(
     assert response.json()["type"] == "urn:gpu-planner:database-unavailable"
     listed = (await client.get("/plans", headers=planner)).json()["items"]
     assert "lost at commit" not in [p["name"] for p in listed]
+
+
+def test_only_the_sessionless_cached_computations_skip_the_deadline_task(
+    client: AsyncTestClient[Litestar],
+) -> None:
+    """POST /plan and /verify read the cached catalogue and take no session: no deadline task.
+    /matrix and /offload take one (unused while the cache serves), so they keep theirs."""
+    app = client.app
+    assert paths_without_database(app) == {"/plan", "/verify"}
+    transaction = app.asgi_handler.app  # type: ignore[attr-defined]
+    assert {"/plan", "/verify", "/healthz", "/metrics"} == transaction.unbounded_paths
