@@ -16,7 +16,7 @@ from service.plans.bounds import (
     Users,
     Utilisation,
 )
-from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
+from service.sizing.cost import CostedCell, CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis, GpuSpec, LinkSpec
@@ -114,7 +114,9 @@ def answer_matrix(
     workload = workload_of(request)
     if workload.splits is not None:
         workload = msgspec.structs.replace(workload, splits=tuple(dict.fromkeys(workload.splits)))
-    matrix = build_matrix(distinct(models), distinct(formats), distinct(gpus), workload, kv)
+    matrix = build_matrix(
+        distinct(models), distinct(formats), distinct(gpus), workload, kv, cell_type=CostedCell
+    )
     return cost_matrix(matrix, prices)
 
 

@@ -147,9 +147,10 @@ class CostedMatrix(Matrix, frozen=True, kw_only=True):
 
 
 def cost_matrix(m: Matrix, prices: Mapping[str, GpuPrice]) -> CostedMatrix:
-    """The matrix with each fitting cell's cost (gpu_count x the column's prices). Frozen
-    cells shared by several rows (a column's does-not-fit cell) are costed once, and each
-    (GPU, count)'s cost is computed once."""
+    """The matrix with each fitting cell's cost (gpu_count x the column's prices). Cells built
+    as CostedCell already (build_matrix's ``cell_type``) only gain their cost; frozen cells
+    shared by several rows (a column's does-not-fit cell) are costed once, and each (GPU,
+    count)'s cost is computed once."""
     costs: dict[tuple[str, int | None], Cost | None] = {}
     costed: dict[int, CostedCell] = {}  # by the id of a cell of ``m``, alive while it is
 
@@ -159,7 +160,12 @@ def cost_matrix(m: Matrix, prices: Mapping[str, GpuPrice]) -> CostedMatrix:
             key = (cell.gpu, cell.gpu_count)
             if key not in costs:
                 costs[key] = cost_of(cell.gpu_count, prices.get(cell.gpu))
-            found = costed[id(cell)] = CostedCell(**msgspec.structs.asdict(cell), cost=costs[key])
+            cost = costs[key]
+            if isinstance(cell, CostedCell):
+                found = cell if cost is None else msgspec.structs.replace(cell, cost=cost)
+            else:
+                found = CostedCell(**msgspec.structs.asdict(cell), cost=cost)
+            costed[id(cell)] = found
         return found
 
     rows = [

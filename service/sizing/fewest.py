@@ -22,10 +22,15 @@ from collections.abc import Sequence
 from service.sizing.errors import SizingError
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, validate_gpu
-from service.sizing.kv import kv_shape
 from service.sizing.models import ModelSpec, validate_model
-from service.sizing.parallel import Split, split_for, split_problem, stage_layers
-from service.sizing.plan import AMBER_BELOW, Status, budget_bytes_per_gpu, spare_status
+from service.sizing.parallel import Split, split_for, split_problem
+from service.sizing.plan import (
+    AMBER_BELOW,
+    Status,
+    budget_bytes_per_gpu,
+    spare_status,
+    stage_shapes,
+)
 from service.sizing.weights import model_weight_bytes
 from service.sizing.workload import Workload, splits_for
 
@@ -39,7 +44,7 @@ class FewestGpus:
     def __init__(self, workload: Workload) -> None:
         self.workload = workload
         self._splits: dict[tuple[int, int], list[Split]] = {}
-        self._kv: dict[tuple[int, str, int, int], tuple[tuple[int, ...], int]] = {}
+        self._kv: dict[tuple[int, int, int, int], tuple[tuple[int, ...], int]] = {}
         self._budgets: list[int] | None = None
         """Each GPU's budget (capacity x utilisation - overhead), once the first row checked
         them; the columns are the same for every row."""
@@ -65,14 +70,13 @@ class FewestGpus:
     ) -> tuple[tuple[int, ...], int]:
         """The worst-case KV cache on one GPU of each stage, and across all GPUs of the split."""
         tp, pp = split.tensor_parallel, split.pipeline_parallel
-        key = (id(model), kv_format.slug, tp, pp)
+        key = (id(model), id(kv_format), tp, pp)  # both alive while the matrix is built
         found = self._kv.get(key)
         if found is None:
             w = self.workload
             per_stage = tuple(
-                w.concurrency
-                * kv_shape(model, kv_format, tp, layers).bytes_per_sequence(w.context_tokens)
-                for layers in stage_layers(model, pp)
+                w.concurrency * shape.bytes_per_sequence(w.context_tokens)
+                for shape in stage_shapes(model, kv_format, tp, pp)
             )
             found = self._kv[key] = (per_stage, sum(kv * tp for kv in per_stage))
         return found
@@ -92,19 +96,21 @@ class FewestGpus:
                 validate_gpu(gpu)
             self._budgets = [budget_bytes_per_gpu(gpu, self.workload) for gpu in gpus]
         weights = model_weight_bytes(model, weight_format)
-        ladders: dict[int, list[Split]] = {}  # node size -> allowed splits
-        needs: dict[tuple[int, int], tuple[int, int]] = {}  # (tp, pp) -> (need, total KV)
+        # Per node size: the allowed splits, fewest GPUs first, and each one's (busiest GPU's
+        # need, total KV), computed the first time a GPU of that node size asks for it.
+        per_node: dict[int, tuple[list[Split], list[tuple[int, int] | None]]] = {}
         cells: list[FitCell] = []
         for gpu, budget in zip(gpus, self._budgets, strict=True):
-            ladder = ladders.get(gpu.gpus_per_node)
-            if ladder is None:
-                ladder = ladders[gpu.gpus_per_node] = self.splits(model, gpu)
+            entry = per_node.get(gpu.gpus_per_node)
+            if entry is None:
+                ladder = self.splits(model, gpu)
+                entry = per_node[gpu.gpus_per_node] = (ladder, [None] * len(ladder))
+            ladder, needs = entry
             cell: FitCell = None
-            for split in ladder:  # fewest GPUs first; each need computed when first asked
-                key = (split.tensor_parallel, split.pipeline_parallel)
-                need = needs.get(key)
+            for i, split in enumerate(ladder):
+                need = needs[i]
                 if need is None:
-                    need = needs[key] = self._need(model, kv_format, split, weights)
+                    need = needs[i] = self._need(model, kv_format, split, weights)
                 if need[0] <= budget:
                     cell = _fit(split, budget, weights, *need)
                     break

@@ -105,15 +105,18 @@ def build_matrix(
     gpus: Sequence[GpuSpec],
     workload: Workload | None = None,
     kv_format: NumberFormat | None = None,
+    cell_type: type[MatrixCell] = MatrixCell,
 ) -> Matrix:
     """Every (model, format) row against every GPU column; the KV format follows the seed's
-    rule unless one is forced (``workload``: default the core's, on the driver basis)."""
+    rule unless one is forced (``workload``: default the core's, on the driver basis).
+    ``cell_type``: a subclass whose added fields have defaults (service.sizing.cost's
+    CostedCell), built directly rather than copied from each MatrixCell afterwards."""
     workload = validate_workload(workload or Workload())
     validate_size(len(models), len(weight_formats), len(gpus))
     # Each cell in closed form (service.sizing.fewest), the same as matrix_cell's plan search.
     fewest = FewestGpus(workload)
     slugs = [g.slug for g in gpus]
-    unfit = [_cell(slug, None) for slug in slugs]  # frozen: one per column, shared by its rows
+    unfit = [_cell(cell_type, slug, None) for slug in slugs]  # frozen: shared by a column
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:
@@ -126,7 +129,7 @@ def build_matrix(
                     kv_format=kv.slug,
                     weights_bytes=model_weight_bytes(model, fmt),
                     cells=[
-                        unfit[i] if fit is None else _cell(slug, fit)
+                        unfit[i] if fit is None else _cell(cell_type, slug, fit)
                         for i, (slug, fit) in enumerate(zip(slugs, fits, strict=True))
                     ],
                 )
@@ -134,9 +137,9 @@ def build_matrix(
     return Matrix(gpus=slugs, workload=workload, rows=rows)
 
 
-def _cell(gpu: str, fit: FitCell) -> MatrixCell:
+def _cell(cell_type: type[MatrixCell], gpu: str, fit: FitCell) -> MatrixCell:
     if fit is None:
-        return MatrixCell(
+        return cell_type(
             gpu=gpu,
             gpu_count=None,
             tensor_parallel=None,
@@ -147,7 +150,7 @@ def _cell(gpu: str, fit: FitCell) -> MatrixCell:
             amber=False,
         )
     split, spare, fraction, status, amber = fit
-    return MatrixCell(
+    return cell_type(
         gpu=gpu,
         gpu_count=split.gpu_count,
         tensor_parallel=split.tensor_parallel,

@@ -26,7 +26,7 @@ from service.sizing.hardware import (
     GpuSpec,
     validate_gpu,
 )
-from service.sizing.kv import kv_shape
+from service.sizing.kv import KvShape, kv_shape
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
@@ -140,6 +140,30 @@ def spare_status(spare_fraction: float) -> Status:
     return "fits"
 
 
+_SHAPES: dict[tuple[int, int, int, int], tuple[ModelSpec, NumberFormat, tuple[KvShape, ...]]] = {}
+MAX_SHAPES = 4096
+
+
+def stage_shapes(
+    model: ModelSpec, kv_format: NumberFormat, tensor_parallel: int, pipeline_parallel: int
+) -> tuple[KvShape, ...]:
+    """kv_shape of each pipeline stage's layers on one GPU of its tensor-parallel group. Pure
+    in frozen specs, so remembered by their identity (each kept while listed, so its id is not
+    reused): a catalogue model's shapes are counted once, not on every plan and split."""
+    key = (id(model), id(kv_format), tensor_parallel, pipeline_parallel)
+    hit = _SHAPES.get(key)
+    if hit is not None and hit[0] is model and hit[1] is kv_format:
+        return hit[2]
+    shapes = tuple(
+        kv_shape(model, kv_format, tensor_parallel, layers)
+        for layers in stage_layers(model, pipeline_parallel)
+    )
+    if len(_SHAPES) >= MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[key] = (model, kv_format, shapes)
+    return shapes
+
+
 class _Layout(msgspec.Struct, frozen=True):
     split: Split
     per_gpu: PerGpu
@@ -176,8 +200,7 @@ def _layout(
     busiest: PerGpu | None = None
     pool_tokens = max_conc = -1
     seq_kv_on_busiest = 0
-    for stage, layers in enumerate(stage_layers(model, pp)):
-        shape = kv_shape(model, kv_format, tp, layers)
+    for stage, shape in enumerate(stage_shapes(model, kv_format, tp, pp)):
         seq_bytes = shape.bytes_per_sequence(ctx)
         kv_gpu = users * seq_bytes
         total_kv += kv_gpu * tp
@@ -345,7 +368,7 @@ def _finish(
     per = layout.per_gpu
     busiest_fraction = per.spare_bytes / per.budget_bytes if per.budget_bytes > 0 else -1.0
     status = spare_status(min(fraction, busiest_fraction))
-    whole_model_kv = kv_shape(model, kv_format)  # tp=1, no replication
+    whole_model_kv = stage_shapes(model, kv_format, 1, 1)[0]  # tp=1, no replication
     decode = _decode(model, gpu, workload, layout)
     return Plan(
         model=model.slug,
