@@ -224,36 +224,104 @@ _FLAGS: dict[str, re.Pattern[str]] = {
 }
 
 
+_MISC: dict[str, re.Pattern[str]] = {
+    "w4a16_experts": _W4A16_EXPERTS,
+    "punica": _PUNICA,
+    "v2_runner": _V2_RUNNER,
+    "compile_warm": _COMPILE_WARM,
+    "compile_cold": _COMPILE_COLD,
+}
 _NEEDS: dict[str, tuple[str, ...]] = {
-    # _PATTERNS (the re.I ones compared with the line casefolded, as re.I compares)
+    # _PATTERNS (the re.I ones are compared casefolded, as re.I compares)
     "weights": ("took ",),
     "weights_v0": ("model weights take",),
     "non_torch": ("non_torch_memory",),
+    "activation": ("PyTorch activation peak memory",),
+    "kv_rest": ("the rest of the memory reserved for KV Cache is ",),
+    "kv_v0_line": ("available_kv_cache_memory",),
+    "kv_size_v0": ("kv_cache_size=",),
+    "kv_available": ("Available KV cache memory: ",),
+    "kv_tokens": ("GPU KV cache size: ",),
     "blocks": (" blocks: ",),
+    "concurrency": ("Maximum concurrency for ",),
+    "total": ("total_gpu_memory",),
+    "util_v0": ("gpu_memory_utilization",),
+    "graphs": ("Graph capturing finished in ",),
     "version": ("version", "LLM engine (v"),
-    # _CONFIG and _FLAGS
+    "unsloth": ("Unsloth ",),
+    "no_memory": ("No available memory for the cache blocks",),
+    "too_small": ("max seq len (",),
+    "v0_too_small": ("The model's max seq len (",),
+    # _CONFIG and _FLAGS (one name, both spellings: the config echo's and the flag's)
     "model": ("model='", "vllm serve "),
-    "dtype": ("dtype=torch.",),
-    "block_size": ("'block_size':", "--block-size"),
-    "max_loras": ("max_loras", "-max-loras", "-max_loras"),
-    "quantization": ("quantization", "-q"),
+    "tensor_parallel_size": ("tensor_parallel_size", "-tensor", "-tp"),
     "pipeline_parallel_size": ("pipeline_parallel_size", "-pipeline", "-pp"),
+    "max_model_len": ("max_seq_len", "max_model_len", "-max"),
+    "gpu_memory_utilization": ("'gpu_memory_utilization'", "-gpu"),
+    "quantization": ("quantization", "-q"),
+    "kv_cache_dtype": ("kv_cache_dtype", "-kv"),
+    "dtype": ("dtype=torch.",),
+    "enforce_eager": ("enforce_eager",),
+    "max_num_batched_tokens": ("max_num_batched_tokens", "-max"),
+    "max_num_seqs": ("max_num_seqs", "-max"),
+    "block_size": ("'block_size':", "--block-size"),
+    "cpu_offload_bytes": ("'cpu_offload_gb'", "-cpu"),
+    "enable_lora": ("enable_lora", "-enable"),
+    "max_loras": ("max_loras", "-max"),
+    "max_lora_rank": ("max_lora_rank", "-max"),
+    # _MISC
+    "w4a16_experts": ("CompressedTensorsWNA16",),
+    "punica": ("Using PunicaWrapper",),
+    "v2_runner": ("Using V2 Model Runner",),
+    "compile_warm": ("Directly load the compiled graph",),
+    "compile_cold": ("Compiling a graph for",),
 }
-"""A text each of these patterns cannot match without (any one of them): the patterns that
-start with neither a fixed text nor a case-sensitive one make the regex engine try every
-position of every line (most of a 200-line log's parse); an ``in`` test skips them first."""
+"""For every pattern, texts it cannot match without (one of them at least; for a name that
+both _CONFIG and _FLAGS read, enough for either spelling). parse_startup_log finds them in the
+whole log with str.find, then searches a line only with the patterns whose text it holds: most
+lines of a pasted log hold none, and about sixty regex searches a line were most of a 200-line
+log's parse (a dozen patterns start with no fixed text, so the engine tries every position)."""
+
+_GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("s", _FLAGS), ("x", _MISC))
 
 
-def _guarded(
-    patterns: dict[str, re.Pattern[str]],
-) -> list[tuple[str, re.Pattern[str], tuple[str, ...], bool]]:
-    """(name, pattern, the texts it needs (none: always searched), compare casefolded)."""
-    out = []
-    for name, pattern in patterns.items():
-        caseless = bool(pattern.flags & re.IGNORECASE)
-        needs = tuple(n.casefold() if caseless else n for n in _NEEDS.get(name, ()))
-        out.append((name, pattern, needs, caseless))
-    return out
+def _needles() -> list[tuple[str, bool, frozenset[str]]]:
+    """(text, casefolded, the keys "group:name" of the patterns that need it)."""
+    keys: dict[tuple[str, bool], set[str]] = {}
+    for group, patterns in _GROUPS:
+        for name, pattern in patterns.items():
+            caseless = bool(pattern.flags & re.IGNORECASE)
+            for need in _NEEDS[name]:
+                text = need.casefold() if caseless else need
+                keys.setdefault((text, caseless), set()).add(f"{group}:{name}")
+    return [(text, caseless, frozenset(k)) for (text, caseless), k in keys.items()]
+
+
+_NEEDLES = _needles()
+
+
+def _candidates(lines: list[str]) -> dict[int, set[str]]:
+    """Each line that holds a needed text: the keys of the patterns worth searching it with.
+    One str.find pass over the whole log per text (casefolded for the re.I patterns: casefold
+    maps each character alone and never makes or removes a line break)."""
+    joined = "\n".join(lines)
+    folded: str | None = None
+    found: dict[int, set[str]] = {}
+    for text, caseless, keys in _NEEDLES:
+        if caseless and folded is None:
+            folded = joined.casefold()
+        hay = folded if caseless and folded is not None else joined
+        index = counted = 0  # the line index at offset ``counted``
+        at = hay.find(text)
+        while at >= 0:
+            index += hay.count("\n", counted, at)
+            found.setdefault(index, set()).update(keys)
+            end = hay.find("\n", at)
+            if end < 0:
+                break
+            index, counted = index + 1, end + 1  # on at the next line
+            at = hay.find(text, counted)
+    return found
 
 
 def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
@@ -292,8 +360,7 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     return gpus
 
 
-_GUARDED_PATTERNS = _guarded(_PATTERNS)
-_GUARDED_SETTINGS = [*_guarded(_CONFIG), *_guarded(_FLAGS)]  # all case-sensitive
+_SETTINGS = [*_CONFIG.items(), *_FLAGS.items()]
 
 
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
@@ -302,13 +369,17 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     found: dict[str, object] = {}
     matched = 0
     w4a16_experts = False
-    for line in text.splitlines():
+    lines = text.splitlines()
+    candidates = _candidates(lines)
+    for index, line in enumerate(lines):
         if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
             continue
+        here = candidates.get(index)
+        if here is None:  # no pattern can match it: nothing below would happen
+            continue
         hit = False
-        folded = line.casefold()
-        for name, pattern, needs, caseless in _GUARDED_PATTERNS:
-            if needs and not any(n in (folded if caseless else line) for n in needs):
+        for name, pattern in _PATTERNS.items():
+            if f"p:{name}" not in here:
                 continue
             m = pattern.search(line)
             if not m:
@@ -336,8 +407,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             elif name == "v0_too_small":
                 found["failed"] = True
                 found.setdefault("failure", line.strip())
-        for name, pattern, needs, _ in _GUARDED_SETTINGS:
-            if name in found or (needs and not any(n in line for n in needs)):
+        for name, pattern in _SETTINGS:
+            if name in found or f"s:{name}" not in here:
                 continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
             if m:
@@ -354,14 +425,15 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = _gib(value)
                 else:
                     found[name] = _int(value)
-        w4a16_experts = w4a16_experts or bool(_W4A16_EXPERTS.search(line))
-        if _PUNICA.search(line):
+        if "x:w4a16_experts" in here and _W4A16_EXPERTS.search(line):
+            w4a16_experts = True
+        if "x:punica" in here and _PUNICA.search(line):
             found["enable_lora"] = True
-        if _V2_RUNNER.search(line):
+        if "x:v2_runner" in here and _V2_RUNNER.search(line):
             found["model_runner"] = "v2"
-        if _COMPILE_WARM.search(line):
+        if "x:compile_warm" in here and _COMPILE_WARM.search(line):
             found["compile_cache"] = "warm"
-        elif _COMPILE_COLD.search(line):
+        elif "x:compile_cold" in here and _COMPILE_COLD.search(line):
             found.setdefault("compile_cache", "cold")
         matched += hit
     if w4a16_experts and found.get("quantization") == "compressed-tensors":

@@ -37,21 +37,29 @@ def parsed(text: str) -> bytes:
 def test_the_guards_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = texts()
     guarded = [parsed(t) for t in corpus]
-    unguarded = [(name, p, (), caseless) for name, p, _, caseless in startup_log._GUARDED_PATTERNS]
-    monkeypatch.setattr(startup_log, "_GUARDED_PATTERNS", unguarded)
-    monkeypatch.setattr(
-        startup_log,
-        "_GUARDED_SETTINGS",
-        [(n, p, (), c) for n, p, _, c in startup_log._GUARDED_SETTINGS],
-    )
+    every = {f"{g}:{name}" for g, patterns in startup_log._GROUPS for name in patterns}
+
+    def all_candidates(lines: list[str]) -> dict[int, set[str]]:
+        return {i: every for i in range(len(lines))}  # every line, every pattern: the old way
+
+    monkeypatch.setattr(startup_log, "_candidates", all_candidates)
     assert [parsed(t) for t in corpus] == guarded
     assert len(LOGS) > 100  # the collected cases, all of them
 
 
+def test_every_pattern_has_a_guard_and_a_line_holds_its_candidates() -> None:
+    names = {name for _, patterns in startup_log._GROUPS for name in patterns}
+    assert names == set(startup_log._NEEDS)
+    lines = ["INFO Model loading took 15.0 GiB", "nothing here", "GPU KV cache size: 9 tokens"]
+    found = startup_log._candidates(lines)
+    assert set(found) == {0, 2}  # the middle line holds no needed text: never searched
+    assert "p:weights" in found[0] and "p:kv_tokens" in found[2]
+    assert "p:kv_tokens" not in found[0]
+
+
 def test_each_guard_is_text_its_pattern_spells_out() -> None:
     """A guard is a fixed text of its pattern (a typo would skip lines that match)."""
-    named = [*startup_log._PATTERNS.items(), *startup_log._CONFIG.items()]
-    named += startup_log._FLAGS.items()
+    named = [(n, p) for _, patterns in startup_log._GROUPS for n, p in patterns.items()]
     for name, needs in startup_log._NEEDS.items():
         sources = [p.pattern.replace("\\", "") for n, p in named if n == name]
         spelled = [v for s in sources for v in (s, s.replace("[-_]", "-"), s.replace("[-_]", "_"))]
