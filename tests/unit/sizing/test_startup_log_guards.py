@@ -3,6 +3,7 @@ collected log, shuffled and in other cases, parses the same with the guards as w
 
 import json
 import random
+import re
 from pathlib import Path
 
 import msgspec
@@ -58,11 +59,16 @@ def test_every_pattern_has_a_guard_and_a_line_holds_its_candidates() -> None:
 
 
 def test_each_guard_is_text_its_pattern_spells_out() -> None:
-    """A guard is a fixed text of its pattern (a typo would skip lines that match)."""
+    """A guard is a fixed text of every pattern of its name (a typo would skip lines that
+    match); [-_] in a flag stands for either."""
     named = [(n, p) for _, patterns in startup_log._GROUPS for n, p in patterns.items()]
     for name, needs in startup_log._NEEDS.items():
-        sources = [p.pattern.replace("\\", "") for n, p in named if n == name]
-        spelled = [v for s in sources for v in (s, s.replace("[-_]", "-"), s.replace("[-_]", "_"))]
-        assert sources, name
-        for need in needs:
-            assert any(need.strip() in s for s in spelled), (name, need)
+        patterns = [p for n, p in named if n == name]
+        assert patterns, name
+        for pattern in patterns:
+            source = pattern.pattern.replace("\\", "")
+            spelled = [source, source.replace("[-_]", "-"), source.replace("[-_]", "_")]
+            if pattern.flags & re.IGNORECASE:
+                spelled = [s.casefold() for s in spelled]
+                needs = tuple(n.casefold() for n in needs)
+            assert any(n.strip() in s for n in needs for s in spelled), (name, pattern.pattern)
