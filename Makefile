@@ -32,6 +32,7 @@ openapi: install
 
 bench: install
 	$(BIN)/python bench/http.py
+	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py
 	$(BIN)/python bench/matrix_load.py

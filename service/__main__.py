@@ -50,7 +50,9 @@ def serve_workers(workers: int, options: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    # prog given: argparse would build a help formatter to compute it, which imports shutil
+    # and with it bz2 and lzma (a tenth of the offline plan's start-up).
+    commands = parser.add_subparsers(dest="command", required=True, prog=parser.prog)
     serve = commands.add_parser("serve", help="run the HTTP service (uvicorn)")
     serve.add_argument("--host", help="default: HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: PORT or 8000")
@@ -67,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the serving-speed model against the public benchmark runs instead",
     )
-    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(
+        dest="action", required=True, prog=f"{parser.prog} keys"
+    )
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
     create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
