@@ -31,7 +31,7 @@ openapi: install
 	$(BIN)/python -m service openapi > openapi/openapi.json
 
 bench: install
-	$(BIN)/python bench/http.py
+	$(BIN)/python bench/framework.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py

@@ -7,7 +7,7 @@ in this process keeps a few keep-alive connections busy (pipelined requests: the
 little next to the server) for a fixed time, the bare app and the service taking turns, several
 rounds; each side's best round counts. Reports each ratio (service / bare requests per second)
 beside its goal, then the throughput of two workers against one. Ratios measured in one run,
-never absolute budgets: a busy machine slows both sides. Run: `python bench/http.py` (or
+never absolute budgets: a busy machine slows both sides. Run: `python bench/framework.py` (or
 `make bench`); ``--quick`` for shorter rounds.
 """
 
