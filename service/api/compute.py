@@ -40,9 +40,9 @@ from service.plans.evaluate import (
     PlanAnswer,
     PlanRequest,
     TrainingAnswer,
-    evaluate_cached,
     resolve_formats,
 )
+from service.plans.served import evaluate_cached
 from service.plans.threads import off_loop
 from service.render.svg import plan_svg
 from service.sizing.cost import CostedMatrix

@@ -1,7 +1,7 @@
 """A plan request evaluated against the catalogue: the one path shared by POST /plan and the
 saved plans of /plans (which store the request, this answer and the rows it used)."""
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -47,9 +47,9 @@ from service.verify.plan import VllmOptions, vllm_plan
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-# The database lookups (service.catalogue.lookup, .prices), the worker threads and the
-# config.json importer are imported where they are used: the offline CLI plans through this
-# module without SQLAlchemy or anyio.
+# The database lookups (service.catalogue.lookup, .prices), the config.json importer and
+# service.plans.served (worker threads) are imported where they are used: the offline CLI plans
+# through this module without SQLAlchemy or anyio.
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -380,75 +380,7 @@ async def evaluate_plan(
     weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
     weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
     from service.catalogue.prices import gpu_prices
+    from service.plans.served import answer_where_cheap
 
     prices = await gpu_prices(session) if data.workload == "inference" else {}
-    return await _answer(data, model, gpus, weights, kv, prices)
-
-
-class Catalogue(Protocol):
-    """The catalogue as the computations read it: the serving snapshot
-    (service.catalogue.cache.Snapshot), or the shipped rows offline."""
-
-    def model_spec(self, name: str, field: str = "model") -> ModelSpec: ...
-    def gpu_spec(self, name: str, field: str = "gpu") -> GpuSpec: ...
-    def all_gpu_specs(self) -> list[GpuSpec]: ...
-    def number_format(self, name: str, field: str) -> NumberFormat: ...
-    def prices(self) -> dict[str, GpuPrice]: ...
-
-
-def specs_from(
-    catalogue: Catalogue, data: PlanRequest
-) -> tuple[ModelSpec, list[GpuSpec], NumberFormat, NumberFormat, dict[str, GpuPrice]]:
-    """evaluate_plan's lookups, in its order (so the same name is blamed first), on an
-    in-memory catalogue: no session, no await."""
-    if model_source(data.model, data.model_spec, data.config_json) == "model":
-        assert data.model is not None
-        model = catalogue.model_spec(data.model)
-    else:
-        model = inline_model(data.model_spec, data.config_json)
-    gpus = [catalogue.gpu_spec(data.gpu)] if data.gpu is not None else catalogue.all_gpu_specs()
-    weights = catalogue.number_format(
-        weight_format_of(data.weight_format, model.checkpoint_format), "weight_format"
-    )
-    if data.kv_format is None:
-        kv = default_kv_format(weights)
-    else:
-        kv = catalogue.number_format(data.kv_format, "kv_format")
-        require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
-    prices = catalogue.prices() if data.workload == "inference" else {}
-    return model, gpus, weights, kv, prices
-
-
-async def evaluate_cached(catalogue: Catalogue, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
-    """evaluate_plan on the serving snapshot (POST /plan): the same answer, without a
-    database session."""
-    return await _answer(data, *specs_from(catalogue, data))
-
-
-INLINE_LAYOUTS = 16
-"""A seed plan on one GPU lays the model out on at most this many splits (the default ladder
-is 6): tens of microseconds, less than the hop to a worker thread, so it runs on the loop."""
-
-
-async def _answer(
-    data: PlanRequest,
-    model: ModelSpec,
-    gpus: list[GpuSpec],
-    weights: NumberFormat,
-    kv: NumberFormat,
-    prices: dict[str, GpuPrice],
-) -> "PlanAnswer | TrainingAnswer":
-    """answer_plan on the loop when it is as cheap as one seed plan on one GPU, else in a
-    worker thread (service.plans.threads: a ranking, training or vllm plan never holds up the
-    other requests)."""
-    cheap = (
-        data.method == "seed"
-        and data.workload == "inference"
-        and len(gpus) == 1
-        and len(data.splits or ()) <= INLINE_LAYOUTS
-    )
-    if cheap:
-        return answer_plan(data, model, gpus, weights, kv, prices)
-    from service.plans.threads import off_loop
-
-    return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)
+    return await answer_where_cheap(data, model, gpus, weights, kv, prices)

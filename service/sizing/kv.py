@@ -20,7 +20,7 @@ import msgspec
 
 from service.sizing.formats import NumberFormat
 from service.sizing.models import LayerType, ModelSpec
-from service.sizing.parallel import kv_heads_per_gpu
+from service.sizing.parallel import kv_heads_per_gpu, stage_layers
 from service.sizing.units import ceil_div
 
 LAYER_KINDS: tuple[LayerType, ...] = typing.get_args(LayerType)
@@ -130,3 +130,27 @@ def kv_cache_bytes(
 ) -> int:
     """Worst case, every conversation at full length (step 2 of the six-step method)."""
     return concurrency * kv_shape(model, fmt).bytes_per_sequence(context_tokens)
+
+
+_SHAPES: dict[tuple[int, int, int, int], tuple[ModelSpec, NumberFormat, tuple[KvShape, ...]]] = {}
+MAX_SHAPES = 4096
+
+
+def stage_shapes(
+    model: ModelSpec, kv_format: NumberFormat, tensor_parallel: int, pipeline_parallel: int
+) -> tuple[KvShape, ...]:
+    """kv_shape of each pipeline stage's layers on one GPU of its tensor-parallel group. Pure
+    in frozen specs, so remembered by their identity (each kept while listed, so its id is not
+    reused): a catalogue model's shapes are counted once, not on every plan and split."""
+    key = (id(model), id(kv_format), tensor_parallel, pipeline_parallel)
+    hit = _SHAPES.get(key)
+    if hit is not None and hit[0] is model and hit[1] is kv_format:
+        return hit[2]
+    shapes = tuple(
+        kv_shape(model, kv_format, tensor_parallel, layers)
+        for layers in stage_layers(model, pipeline_parallel)
+    )
+    if len(_SHAPES) >= MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[key] = (model, kv_format, shapes)
+    return shapes

@@ -26,14 +26,13 @@ from service.sizing.hardware import (
     GpuSpec,
     validate_gpu,
 )
-from service.sizing.kv import KvShape, kv_shape
+from service.sizing.kv import stage_shapes
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
     even_shares,
     split_for,
     split_problem,
-    stage_layers,
 )
 from service.sizing.speed import DecodeCeiling, decode_ceiling
 from service.sizing.units import exact, label_bytes
@@ -138,30 +137,6 @@ def spare_status(spare_fraction: float) -> Status:
     if spare_fraction < TIGHT_BELOW:
         return "tight"
     return "fits"
-
-
-_SHAPES: dict[tuple[int, int, int, int], tuple[ModelSpec, NumberFormat, tuple[KvShape, ...]]] = {}
-MAX_SHAPES = 4096
-
-
-def stage_shapes(
-    model: ModelSpec, kv_format: NumberFormat, tensor_parallel: int, pipeline_parallel: int
-) -> tuple[KvShape, ...]:
-    """kv_shape of each pipeline stage's layers on one GPU of its tensor-parallel group. Pure
-    in frozen specs, so remembered by their identity (each kept while listed, so its id is not
-    reused): a catalogue model's shapes are counted once, not on every plan and split."""
-    key = (id(model), id(kv_format), tensor_parallel, pipeline_parallel)
-    hit = _SHAPES.get(key)
-    if hit is not None and hit[0] is model and hit[1] is kv_format:
-        return hit[2]
-    shapes = tuple(
-        kv_shape(model, kv_format, tensor_parallel, layers)
-        for layers in stage_layers(model, pipeline_parallel)
-    )
-    if len(_SHAPES) >= MAX_SHAPES:
-        _SHAPES.clear()
-    _SHAPES[key] = (model, kv_format, shapes)
-    return shapes
 
 
 class _Layout(msgspec.Struct, frozen=True):

@@ -16,6 +16,7 @@ from typing import Literal
 import msgspec
 
 from service.sizing.errors import SizingError, require
+from service.sizing.needles import lines_holding, needles
 from service.sizing.units import GiB, MiB
 
 EXPECTED_LINES = (
@@ -285,43 +286,11 @@ log's parse (a dozen patterns start with no fixed text, so the engine tries ever
 _GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("s", _FLAGS), ("x", _MISC))
 
 
-def _needles() -> list[tuple[str, bool, frozenset[str]]]:
-    """(text, casefolded, the keys "group:name" of the patterns that need it)."""
-    keys: dict[tuple[str, bool], set[str]] = {}
-    for group, patterns in _GROUPS:
-        for name, pattern in patterns.items():
-            caseless = bool(pattern.flags & re.IGNORECASE)
-            for need in _NEEDS[name]:
-                text = need.casefold() if caseless else need
-                keys.setdefault((text, caseless), set()).add(f"{group}:{name}")
-    return [(text, caseless, frozenset(k)) for (text, caseless), k in keys.items()]
-
-
-_NEEDLES = _needles()
-
-
-def _candidates(lines: list[str]) -> dict[int, set[str]]:
-    """Each line that holds a needed text: the keys of the patterns worth searching it with.
-    One str.find pass over the whole log per text (casefolded for the re.I patterns: casefold
-    maps each character alone and never makes or removes a line break)."""
-    joined = "\n".join(lines)
-    folded: str | None = None
-    found: dict[int, set[str]] = {}
-    for text, caseless, keys in _NEEDLES:
-        if caseless and folded is None:
-            folded = joined.casefold()
-        hay = folded if caseless and folded is not None else joined
-        index = counted = 0  # the line index at offset ``counted``
-        at = hay.find(text)
-        while at >= 0:
-            index += hay.count("\n", counted, at)
-            found.setdefault(index, set()).update(keys)
-            end = hay.find("\n", at)
-            if end < 0:
-                break
-            index, counted = index + 1, end + 1  # on at the next line
-            at = hay.find(text, counted)
-    return found
+_NEEDLES = needles(
+    (f"{group}:{name}", bool(pattern.flags & re.IGNORECASE), _NEEDS[name])
+    for group, patterns in _GROUPS
+    for name, pattern in patterns.items()
+)
 
 
 def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
@@ -451,3 +420,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     return msgspec.convert(
         {**found, "nvidia_smi": smi, "matched_lines": matched}, StartupLog, from_attributes=False
     )
+
+
+def _candidates(lines: list[str]) -> dict[int, set[str]]:
+    """Each line that holds a needed text: the keys of the patterns worth searching it with."""
+    return lines_holding(lines, _NEEDLES)

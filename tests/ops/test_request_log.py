@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from litestar.testing import AsyncTestClient
 
-from service.observability import _only_handler, configure_logging
+from service.logs import _only_handler, configure_logging
 
 Client = AsyncTestClient  # type: ignore[type-arg]
 
