@@ -3,6 +3,7 @@ text (C speed), instead of a regex search of every line per pattern. The log par
 (service.sizing.startup_log) searches a line only with the patterns whose needed text it holds.
 """
 
+import re
 from collections.abc import Iterable
 
 Needle = tuple[str, bool, frozenset[str]]
@@ -19,13 +20,24 @@ def needles(wanted: Iterable[tuple[str, bool, tuple[str, ...]]]) -> list[Needle]
     return [(text, caseless, frozenset(k)) for (text, caseless), k in keys.items()]
 
 
-def lines_holding(lines: list[str], wanted: list[Needle]) -> dict[int, set[str]]:
+def lines_holding(
+    lines: list[str],
+    wanted: list[Needle],
+    marks: Iterable[tuple[re.Pattern[str], frozenset[str]]] = (),
+) -> dict[int, set[str]]:
     """Each line index that holds a needle's text: the keys of those needles. Casefolded texts
     are looked for in the casefolded text (casefold maps each character alone and never makes
-    or removes a line break, so the line indices agree)."""
+    or removes a line break, so the line indices agree). ``marks``: a pattern (that matches no
+    line break) whose every match marks its line with the keys."""
     joined = "\n".join(lines)
     folded: str | None = None
     found: dict[int, set[str]] = {}
+    for mark, keys in marks:
+        index = counted = 0
+        for match in mark.finditer(joined):
+            index += joined.count("\n", counted, match.start())
+            counted = match.start()
+            found.setdefault(index, set()).update(keys)
     for text, caseless, keys in wanted:
         if caseless and folded is None:
             folded = joined.casefold()

@@ -253,23 +253,23 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "no_memory": ("No available memory for the cache blocks",),
     "too_small": ("max seq len (",),
     "v0_too_small": ("The model's max seq len (",),
-    # _CONFIG and _FLAGS (one name, both spellings: the config echo's and the flag's)
-    "model": ("model='", "vllm serve "),
-    "tensor_parallel_size": ("tensor_parallel_size", "-tensor", "-tp"),
-    "pipeline_parallel_size": ("pipeline_parallel_size", "-pipeline", "-pp"),
-    "max_model_len": ("max_seq_len", "max_model_len", "-max"),
-    "gpu_memory_utilization": ("'gpu_memory_utilization'", "-gpu"),
-    "quantization": ("quantization", "-q"),
-    "kv_cache_dtype": ("kv_cache_dtype", "-kv"),
+    # _CONFIG (the flags of _FLAGS: _FLAG_NEEDS and _FLAG_MARK below)
+    "model": ("model='",),
+    "tensor_parallel_size": ("tensor_parallel_size",),
+    "pipeline_parallel_size": ("pipeline_parallel_size",),
+    "max_model_len": ("max_seq_len", "max_model_len"),
+    "gpu_memory_utilization": ("'gpu_memory_utilization'",),
+    "quantization": ("quantization",),
+    "kv_cache_dtype": ("kv_cache_dtype",),
     "dtype": ("dtype=torch.",),
     "enforce_eager": ("enforce_eager",),
-    "max_num_batched_tokens": ("max_num_batched_tokens", "-max"),
-    "max_num_seqs": ("max_num_seqs", "-max"),
+    "max_num_batched_tokens": ("max_num_batched_tokens",),
+    "max_num_seqs": ("max_num_seqs",),
     "block_size": ("'block_size':", "--block-size"),
-    "cpu_offload_bytes": ("'cpu_offload_gb'", "-cpu"),
-    "enable_lora": ("enable_lora", "-enable"),
-    "max_loras": ("max_loras", "-max"),
-    "max_lora_rank": ("max_lora_rank", "-max"),
+    "cpu_offload_bytes": ("'cpu_offload_gb'",),
+    "enable_lora": ("enable_lora",),
+    "max_loras": ("max_loras",),
+    "max_lora_rank": ("max_lora_rank",),
     # _MISC
     "w4a16_experts": ("CompressedTensorsWNA16",),
     "punica": ("Using PunicaWrapper",),
@@ -283,14 +283,21 @@ whole log with str.find, then searches a line only with the patterns whose text 
 lines of a pasted log hold none, and about sixty regex searches a line were most of a 200-line
 log's parse (a dozen patterns start with no fixed text, so the engine tries every position)."""
 
-_GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("s", _FLAGS), ("x", _MISC))
+_FLAG_NEEDS: dict[str, tuple[str, ...]] = {"model": ("vllm serve ",)}
+_FLAG_MARK = re.compile(r"--[a-z]|-(?:tp|pp|q)[= ]")
+"""Every other flag pattern starts with "--" and a letter (--gpu-memory-utilization) or is one
+of the short forms -tp, -pp, -q followed by "=" or a space: one regex pass marks the lines that
+hold one, where a dozen short texts ("-q", "-tp") would each scan the whole log slowly."""
+_GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("f", _FLAGS), ("x", _MISC))
 
 
 _NEEDLES = needles(
-    (f"{group}:{name}", bool(pattern.flags & re.IGNORECASE), _NEEDS[name])
+    (f"{group}:{name}", bool(pattern.flags & re.IGNORECASE), texts)
     for group, patterns in _GROUPS
     for name, pattern in patterns.items()
+    if (texts := (_FLAG_NEEDS if group == "f" else _NEEDS).get(name))
 )
+_MARKS = [(_FLAG_MARK, frozenset(f"f:{name}" for name in _FLAGS if name not in _FLAG_NEEDS))]
 
 
 def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
@@ -329,7 +336,7 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     return gpus
 
 
-_SETTINGS = [*_CONFIG.items(), *_FLAGS.items()]
+_SETTINGS = [*(("s", n, p) for n, p in _CONFIG.items()), *(("f", n, p) for n, p in _FLAGS.items())]
 
 
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
@@ -376,8 +383,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             elif name == "v0_too_small":
                 found["failed"] = True
                 found.setdefault("failure", line.strip())
-        for name, pattern in _SETTINGS:
-            if name in found or f"s:{name}" not in here:
+        for group, name, pattern in _SETTINGS:
+            if name in found or f"{group}:{name}" not in here:
                 continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
             if m:
@@ -424,4 +431,4 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
 
 def _candidates(lines: list[str]) -> dict[int, set[str]]:
     """Each line that holds a needed text: the keys of the patterns worth searching it with."""
-    return lines_holding(lines, _NEEDLES)
+    return lines_holding(lines, _NEEDLES, _MARKS)

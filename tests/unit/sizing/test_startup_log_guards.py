@@ -61,14 +61,39 @@ def test_every_pattern_has_a_guard_and_a_line_holds_its_candidates() -> None:
 def test_each_guard_is_text_its_pattern_spells_out() -> None:
     """A guard is a fixed text of every pattern of its name (a typo would skip lines that
     match); [-_] in a flag stands for either."""
-    named = [(n, p) for _, patterns in startup_log._GROUPS for n, p in patterns.items()]
-    for name, needs in startup_log._NEEDS.items():
-        patterns = [p for n, p in named if n == name]
-        assert patterns, name
-        for pattern in patterns:
+    for group, patterns in startup_log._GROUPS:
+        guards = startup_log._FLAG_NEEDS if group == "f" else startup_log._NEEDS
+        for name, pattern in patterns.items():
+            needs = guards.get(name)
+            if needs is None:
+                assert group == "f", name  # a flag: the dash-and-letter mark below
+                continue
             source = pattern.pattern.replace("\\", "")
             spelled = [source, source.replace("[-_]", "-"), source.replace("[-_]", "_")]
             if pattern.flags & re.IGNORECASE:
                 spelled = [s.casefold() for s in spelled]
                 needs = tuple(n.casefold() for n in needs)
             assert any(n.strip() in s for n in needs for s in spelled), (name, pattern.pattern)
+
+
+def test_every_other_flag_holds_the_mark() -> None:
+    """What _FLAG_MARK relies on: each alternative of each flag pattern is "--" and a letter,
+    or a short form -tp, -pp, -q that the pattern follows with "=" or a space."""
+    for name, pattern in startup_log._FLAGS.items():
+        if name in startup_log._FLAG_NEEDS:
+            continue
+        source = pattern.pattern.removeprefix(r"(?<!\S)")
+        if source.startswith("(?:"):
+            group_end = source.index(")")
+            alternatives = source[3:group_end].split("|")
+            after = source[group_end + 1 :]
+        else:
+            alternatives, after = [source], ""
+        for alternative in alternatives:
+            if alternative.startswith("--"):
+                assert re.match(r"--[a-z]", alternative), (name, alternative)
+            else:
+                assert alternative in ("-tp", "-pp", "-q") and after.startswith("[= ]"), name
+            for sep in "= ":
+                sample = alternative.replace("[-_]", "-") + sep
+                assert startup_log._FLAG_MARK.search(sample), (name, sample)
