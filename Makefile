@@ -32,6 +32,8 @@ openapi: install
 	$(BIN)/python -m service openapi > openapi/openapi.json
 
 bench: install
+	$(BIN)/python bench/framework.py
+	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py
 	$(BIN)/python bench/matrix_load.py

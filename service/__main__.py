@@ -1,10 +1,10 @@
 """python -m service {serve,migrate,openapi,keys create,plan,matrix,offload,speed,slack-ask}."""
 
 import argparse
-import asyncio
 import json
 import math
 import sys
+from typing import Any
 
 from service.settings import Settings
 
@@ -31,9 +31,28 @@ async def _create_key(settings: Settings, principal: str, role: str) -> str:
         await engine.dispose()
 
 
+def serve_workers(workers: int, options: dict[str, Any]) -> None:
+    """``workers`` uvicorn worker processes on one listening socket, each making its own app
+    (create_app reads the same environment in each). What uvicorn.run(workers=N) does, with
+    TCP_NODELAY set on the listening socket (accepted sockets inherit it): uvicorn binds that
+    socket without naming the TCP protocol, so asyncio leaves Nagle's algorithm on for every
+    connection, and a keep-alive client waits for delayed ACKs (about 40 ms an answer)."""
+    import socket
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config("service.app:create_app", factory=True, workers=workers, **options)
+    sock = config.bind_socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    # prog given: argparse would build a help formatter to compute it, which imports shutil
+    # and with it bz2 and lzma (a tenth of the offline plan's start-up).
+    commands = parser.add_subparsers(dest="command", required=True, prog=parser.prog)
     serve = commands.add_parser("serve", help="run the HTTP service (uvicorn)")
     serve.add_argument("--host", help="default: HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: PORT or 8000")
@@ -52,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the serving-speed model against the public benchmark runs instead",
     )
-    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(
+        dest="action", required=True, prog=f"{parser.prog} keys"
+    )
     create = keys.add_parser("create", help="create a key; prints it on the last line")
     create.add_argument("--principal", required=True)
     create.add_argument("--role", required=True, choices=["viewer", "planner", "reviewer", "admin"])
@@ -97,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "openapi":
         sys.stdout.write(openapi_json())
     elif args.command == "keys":
+        import asyncio
+
         key = asyncio.run(_create_key(settings, args.principal, args.role))
         print(f"created a {args.role} key for {args.principal}; it is shown once:")
         print(key)
@@ -109,18 +132,21 @@ def main(argv: list[str] | None = None) -> int:
             from service.db import migrate
 
             migrate(settings.database_url)
-        uvicorn.run(
-            create_app(settings),
-            host=args.host or settings.host,
-            port=args.port or settings.port,
-            log_level=settings.log_level.lower(),
-            log_config=None,  # keep create_app's JSON logging; one line per request from it
-            access_log=False,
+        options: dict[str, Any] = {
+            "host": args.host or settings.host,
+            "port": args.port or settings.port,
+            "log_level": settings.log_level.lower(),
+            "log_config": None,  # keep create_app's JSON logging; one line per request from it
+            "access_log": False,
             # SIGTERM: stop accepting, let in-flight requests finish (Kubernetes waits
             # terminationGracePeriodSeconds, set above this), then exit.
-            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
-            proxy_headers=False,
-        )
+            "timeout_graceful_shutdown": math.ceil(settings.shutdown_grace_s),
+            "proxy_headers": False,
+        }
+        if settings.workers > 1:
+            serve_workers(settings.workers, options)
+        else:
+            uvicorn.run(create_app(settings), **options)
     return 0
 
 

@@ -13,12 +13,13 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
+from service.api.cached_catalogue import paths_without_database
 from service.api.catalogue import catalogue_handlers
 from service.api.chatops import chatops_handlers
 from service.api.compute import compute_handlers
 from service.api.docs import assets_router, render_plugins
 from service.api.errors import PROBLEM_DETAILS
-from service.api.guards import KeyVerifier
+from service.api.guards import KeyVerifier, drop_open_guards
 from service.api.health import health_handlers
 from service.api.negotiation import NEGOTIATED, negotiate
 from service.api.openapi import (
@@ -30,6 +31,7 @@ from service.api.openapi import (
 from service.api.plan_picture import picture_handlers
 from service.api.plans import plan_handlers
 from service.api.speed import speed_handlers
+from service.api.transactions import UNBOUNDED_PATHS as NO_DATABASE_PATHS
 from service.api.transactions import RequestTransaction
 from service.api.verify import verify_handlers
 from service.catalogue.cache import CatalogueCache
@@ -130,6 +132,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ),
         ),
     )
+    # RequestTransaction (below) ends and closes the request's session before the answer
+    # starts; advanced-alchemy's before-send hook would only look for it again on every message.
+    app.before_send = [h for h in app.before_send if h is not db_config.before_send_handler]
+    drop_open_guards(app)
     forbid_unknown_properties(app.openapi_schema)
     declare_negotiation(app)
     state_bounds(app.openapi_schema)
@@ -143,6 +149,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         retry_after_s=settings.retry_after_s,
         session_key=db_config.session_scope_key,
         on_database_error=lambda: metrics.database_error("request"),
+        unbounded_paths=NO_DATABASE_PATHS | paths_without_database(app),
     )
     limited = settings.rate_limit_per_minute > 0
     limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)

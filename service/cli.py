@@ -393,10 +393,25 @@ def render(answer: Any) -> str:
     return render_offload(answer)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Exit status: 0 answered, 1 the service failed or cannot be reached, 2 bad input."""
+def _remote_errors() -> tuple[type[Exception], ...]:
     from service.client import PlannerError
 
+    return (PlannerError,)
+
+
+def _report_remote_error(exc: Exception) -> int:
+    from service.client import PlannerError
+
+    assert isinstance(exc, PlannerError)
+    print(f"error: {exc}", file=sys.stderr)
+    for e in exc.problem.errors if exc.problem else []:
+        print(f"  {e.field}: {e.message}", file=sys.stderr)
+    return 2 if 400 <= exc.status < 500 else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit status: 0 answered, 1 the service failed or cannot be reached, 2 bad input."""
+    remote_errors = _remote_errors() if args.url else ()  # offline: no HTTP client imported
     try:
         request = _request(args)
         if args.csv and args.command == "offload":
@@ -412,11 +427,8 @@ def run(args: argparse.Namespace) -> int:
             hint = f" (closest: {', '.join(suggestions)})"
         print(f"error: {getattr(exc, 'field', '')}: {exc}{hint}", file=sys.stderr)
         return 2
-    except PlannerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        for e in exc.problem.errors if exc.problem else []:
-            print(f"  {e.field}: {e.message}", file=sys.stderr)
-        return 2 if 400 <= exc.status < 500 else 1
+    except remote_errors as exc:
+        return _report_remote_error(exc)
     if args.json and not isinstance(answer, str):
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer)).decode() + "\n")
     else:

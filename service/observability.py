@@ -25,15 +25,13 @@ Litestar's built-in RateLimitMiddleware was not used: it keeps every request tim
 """
 
 import logging
+import random
 import re
-import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import structlog
 from litestar import Request, Response, get
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,6 +41,8 @@ from prometheus_client.exposition import generate_latest
 from service.api.guards import AUTH_ERROR, AUTH_FAILED, PRINCIPAL, KeyVerifier, bearer_key
 from service.api.problems import PROBLEM_JSON, make_problem
 from service.catalogue.cache import CatalogueCache
+from service.logs import configure_logging as configure_logging  # re-exported: create_app's
+from service.logs import log_request
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SANE_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
@@ -52,47 +52,7 @@ UNMATCHED = "<unmatched>"
 METRICS_MEDIA_TYPE = "text/plain; version=0.0.4"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-request_log = structlog.get_logger("service.request")
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: half the exposition, nothing we query
-
-
-# Logs ------------------------------------------------------------------------------------
-
-
-def configure_logging(level: str) -> None:
-    """Every log line as one JSON object on stdout: structlog's and the standard library's
-    (uvicorn, SQLAlchemy, alembic) alike. Safe to call again (tests build many apps)."""
-    shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
-    ]
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
-    )
-    formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-    )
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        # Ours from an earlier call, and plain console handlers (alembic.ini's fileConfig
-        # installs one when `serve` migrates first); handler subclasses (pytest's) stay.
-        if getattr(handler, "planner_json", False) or type(handler) is logging.StreamHandler:
-            root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(formatter)
-    handler.planner_json = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.setLevel(level.upper())
 
 
 # Metrics ---------------------------------------------------------------------------------
@@ -230,20 +190,35 @@ def authorization_of(scope: Scope) -> str:
 # The middleware --------------------------------------------------------------------------
 
 
-class _Answer(msgspec.Struct):
-    status: str = ""
+OUTCOME = "planner_outcome"
+"""Where a handler leaves what its answer counts for (``note_outcome``): RequestMiddleware
+counts it once the request ends in a 2xx, so no answer body is decoded again to count it."""
+Outcome = tuple[str, str | None]
 
 
-class _SavedPlan(msgspec.Struct):
-    status: str = ""
-    answer: _Answer | None = None
+def note_outcome(state: dict[str, Any], kind: str, status: str | None) -> None:
+    """Count this request's answer, if it ends in a 2xx: ``kind`` "compute" (POST /plan, the
+    plan's status), "created" (a new saved plan, its answer's status) or "reviewed" (the plan's
+    workflow status after the review). ``state``: the scope's state (``request.scope["state"]``)."""
+    state[OUTCOME] = (kind, status)
 
 
 def request_id_of(scope: Scope) -> str:
     for name, value in scope["headers"]:
         if name == b"x-request-id" and _SANE_REQUEST_ID.fullmatch(value):
             return value.decode()
-    return uuid.uuid4().hex
+    return new_request_id()
+
+
+_VERSION_4 = ~(0xF000 << 64 | 0xC000 << 48) & (2**128 - 1)
+
+
+def new_request_id() -> str:
+    """A random version-4 UUID in hex, as uuid.uuid4().hex, from Python's generator (seeded
+    from the OS once per process) instead of an os.urandom call per request: a request id
+    names a request, it guards nothing."""
+    bits = random.getrandbits(128) & _VERSION_4 | 0x4000 << 64 | 0x8000 << 48
+    return f"{bits:032x}"
 
 
 class RequestMiddleware:
@@ -265,6 +240,9 @@ class RequestMiddleware:
         self.keys = keys
         self.auth_failures = auth_failures
         self.proxy_header = proxy_header.strip().lower().encode("latin-1")
+        # The (counter, histogram) children of each (method, route, status): labels() looks
+        # them up under a lock on every call; the routes are templates, so this stays small.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -272,34 +250,23 @@ class RequestMiddleware:
             return
         started = time.perf_counter()
         request_id = request_id_of(scope)
-        scope.setdefault("state", {})["request_id"] = request_id  # type: ignore[typeddict-unknown-key]
-        method, path = scope["method"], scope["path"].rstrip("/") or "/"
+        state: dict[str, Any] = scope.setdefault("state", {})  # type: ignore[typeddict-item]
+        state["request_id"] = request_id
+        header = (b"x-request-id", request_id.encode())
         status = 500
-        counted = method == "POST" and path.startswith("/plan")  # the answers _count_plans reads
-        keep_body = False
-        body: list[bytes] = []
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, keep_body
+            nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
-                keep_body = (
-                    counted
-                    and status < 300
-                    and any(
-                        k.lower() == b"content-type" and v.startswith(b"application/json")
-                        for k, v in headers
-                    )
-                )
-                message = {**message, "headers": headers}  # type: ignore[typeddict-item]
-            elif message["type"] == "http.response.body" and keep_body:
-                body.append(message.get("body", b""))
+                message = {**message, "headers": [*message.get("headers", ()), header]}  # type: ignore[typeddict-item]
             await send(message)
 
         route = UNMATCHED
         try:
-            if path not in UNLIMITED_PATHS:
+            if (scope["path"].rstrip("/") or "/") not in UNLIMITED_PATHS and (
+                self.limiter is not None or self.auth_failures is not None or _has_auth(scope)
+            ):
                 limited = await self._limit(scope)
                 if limited is not None:
                     route = "<rate-limited>"
@@ -309,8 +276,8 @@ class RequestMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
-            route = str(scope.get("path_template") or route)
-            self._record(scope, method, path, route, status, elapsed, request_id, b"".join(body))
+            route = scope.get("path_template") or route  # type: ignore[assignment]
+            self._record(scope, route, status, elapsed, request_id)
 
     async def _limit(self, scope: Scope) -> tuple[float, str] | None:
         """Verify a presented key (state for the guards), then take a token from the caller's
@@ -343,56 +310,60 @@ class RequestMiddleware:
         return (wait, whose) if wait else None
 
     def _record(
-        self,
-        scope: Scope,
-        method: str,
-        path: str,
-        route: str,
-        status: int,
-        elapsed: float,
-        request_id: str,
-        body: bytes,
+        self, scope: Scope, route: str, status: int, elapsed: float, request_id: str
     ) -> None:
-        labels = (method, route, str(status))
-        self.metrics.requests.labels(*labels).inc()
-        self.metrics.latency.labels(*labels).observe(elapsed)
+        method = scope["method"]  # type: ignore[typeddict-item]
+        series = self._series.get((method, route, status))
+        if series is None:
+            labels = (method, route, str(status))
+            series = (
+                self.metrics.requests.labels(*labels),
+                self.metrics.latency.labels(*labels),
+            )
+            self._series[(method, route, status)] = series
+        series[0].inc()
+        series[1].observe(elapsed)
+        state: dict[str, Any] = scope["state"]  # type: ignore[typeddict-item]
         if 200 <= status < 300:
             if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):
                 self.cache.expire()  # committed (the commit runs before the answer starts)
-            if body:
-                self._count_plans(route, status, body)
-        state = scope.get("state", {})
+            outcome: Outcome | None = state.get(OUTCOME)
+            if outcome is not None:
+                self._count(*outcome)
         principal = state.get(PRINCIPAL)
-        client = scope.get("client")
-        address = state.get("client_address") or (client[0] if client else None)
-        request_log.log(
+        address = state.get("client_address") or (
+            client_address(scope, self.proxy_header) if scope.get("client") else None
+        )
+        log_request(
             logging.WARNING if status >= 500 else logging.INFO,
-            "request",
-            request_id=request_id,
-            method=method,
-            path=path,
-            route=route,
-            status=status,
-            duration_ms=round(elapsed * 1000, 2),
-            client=address,
-            principal=getattr(principal, "name", None),
+            {
+                "request_id": request_id,
+                "method": method,
+                "path": scope["path"].rstrip("/") or "/",
+                "route": route,
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+                "client": address,
+                "principal": getattr(principal, "name", None),
+                "event": "request",  # after the fields, where structlog put it
+            },
         )
 
-    def _count_plans(self, route: str, status: int, body: bytes) -> None:
-        try:
-            if route == "/plan":
-                answer = msgspec.json.decode(body, type=_Answer)
-                self.metrics.plan_outcomes.labels("compute", answer.status).inc()
-            elif route == "/plans" and status == 201:
-                saved = msgspec.json.decode(body, type=_SavedPlan)
-                self.metrics.plans_created.inc()
-                if saved.answer is not None:
-                    self.metrics.plan_outcomes.labels("saved", saved.answer.status).inc()
-            elif route.endswith("/reviews"):
-                saved = msgspec.json.decode(body, type=_SavedPlan)
-                self.metrics.plans_reviewed.labels(saved.status).inc()
-        except msgspec.DecodeError:  # not the shape we count: never fail the request for it
-            pass
+    def _count(self, kind: str, status: str | None) -> None:
+        if kind == "compute" and status is not None:
+            self.metrics.plan_outcomes.labels("compute", status).inc()
+        elif kind == "created":
+            self.metrics.plans_created.inc()
+            if status is not None:
+                self.metrics.plan_outcomes.labels("saved", status).inc()
+        elif kind == "reviewed" and status is not None:
+            self.metrics.plans_reviewed.labels(status).inc()
+
+
+def _has_auth(scope: Scope) -> bool:
+    """Whether the request presents an Authorization header (its key is verified here even
+    with the rate limits off, so the guards read one verdict)."""
+    return any(name == b"authorization" for name, _ in scope["headers"])
 
 
 async def _too_many_requests(

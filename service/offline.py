@@ -6,11 +6,9 @@ server uses."""
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from service.catalogue.cache import snapshot_of
-from service.catalogue.convert import gpu_price_of
-from service.catalogue.tables import Format, Gpu, Interconnect, Model
+from service.catalogue.memory import snapshot_of
 from service.plans.compute import answer_matrix, answer_offload
 from service.plans.evaluate import answer_plan, model_from_config, weight_format_of
 from service.plans.speed import answer_speed
@@ -25,27 +23,85 @@ from service.sizing.models import ModelSpec, validate_model
 from service.sizing.offload import Offload
 
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
-SHIPPED: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
-    (Interconnect, ("interconnects.json",)),
-    (Gpu, ("gpus.json",)),
-    (Model, ("models.json", "models_0007.json", "models_0012.json")),  # 0002, 0007, 0012
-    (Format, ("formats.json",)),
+SHIPPED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("interconnects", ("interconnects.json",)),
+    ("gpus", ("gpus.json",)),
+    ("models", ("models.json", "models_0007.json", "models_0012.json")),  # 0002, 0007, 0012
+    ("number_formats", ("formats.json",)),
 )
-UPDATES: dict[type[Any], str] = {Model: "model_updates.json", Gpu: "gpu_updates.json"}
+UPDATES: dict[str, str] = {"models": "model_updates.json", "gpus": "gpu_updates.json"}
 """Later revisions' corrections of shipped rows, as the migrations apply them."""
-Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
+_SHARED = ("slug", "name", "aliases", "notes", "sources")
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "interconnects": (*_SHARED, "kind", "bytes_per_s_per_direction"),
+    "gpus": (
+        *_SHARED,
+        *("vendor", "architecture", "memory_type", "memory_bytes", "driver_visible_bytes"),
+        *("hbm_bytes_per_s", "nvlink", "host_link", "fp8", "fp4", "gpus_per_node"),
+        *("bf16_dense_tflops", "fp8_dense_tflops", "tdp_w", "currency", "hourly_price_cents"),
+        *("purchase_price_cents", "price_observed_on", "price_source"),
+    ),
+    "models": (
+        *_SHARED,
+        *("total_params", "active_params", "active_params_incl_embedding", "layers"),
+        *("hidden_size", "intermediate_size", "attention_heads", "kv_heads", "head_dim"),
+        *("vocab_size", "max_context_tokens", "experts", "experts_per_token", "kv_lora_rank"),
+        *("qk_rope_head_dim", "sliding_window_tokens", "layer_types", "checkpoint_format"),
+        *("checkpoint_bytes", "replicated_params", "rope_cache_rows", "linear_key_heads"),
+        *("linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"),
+        *("linear_conv_kernel", "rotary_dim", "q_lora_rank", "dense_layers"),
+        *("dense_intermediate_size", "architecture"),
+    ),
+    "number_formats": (
+        *_SHARED,
+        *("value_bits", "block_size", "scale_bits", "zero_point_bits", "super_block_size"),
+        *("super_scale_bits", "needs", "kv_capable", "description"),
+    ),
+}
+"""The catalogue tables' columns (service/catalogue/tables.py, bookkeeping aside): a test
+keeps the two equal. Spelled out so the offline CLI never imports the ORM."""
+_SHARED_DEFAULTS: dict[str, Any] = {"name": "", "aliases": [], "notes": "", "sources": []}
+_ZERO_MODEL_COLUMNS = (
+    *("active_params_incl_embedding", "intermediate_size", "head_dim", "vocab_size", "experts"),
+    *("experts_per_token", "kv_lora_rank", "qk_rope_head_dim", "sliding_window_tokens"),
+    *("checkpoint_bytes", "replicated_params", "linear_key_heads", "linear_value_heads"),
+    *("linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "rotary_dim"),
+    *("q_lora_rank", "dense_layers", "dense_intermediate_size"),
+)
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "interconnects": _SHARED_DEFAULTS,
+    "gpus": {
+        **_SHARED_DEFAULTS,
+        **{"vendor": "", "architecture": "", "memory_type": "", "driver_visible_bytes": 0},
+        **{"fp8": False, "fp4": False, "gpus_per_node": 8, "bf16_dense_tflops": 0.0},
+        **{"fp8_dense_tflops": 0.0, "tdp_w": 0, "price_source": ""},
+    },
+    "models": {
+        **_SHARED_DEFAULTS,
+        **dict.fromkeys(_ZERO_MODEL_COLUMNS, 0),
+        **{"layer_types": [], "rope_cache_rows": [], "checkpoint_format": "", "architecture": ""},
+    },
+    "number_formats": {
+        **_SHARED_DEFAULTS,
+        **{"block_size": 0, "scale_bits": 0, "zero_point_bits": 0, "super_block_size": 0},
+        **{"super_scale_bits": 0, "needs": "any", "kv_capable": False, "description": ""},
+    },
+}
+"""What an INSERT fills in for a missing value (the tables' column defaults; a test keeps them
+equal); a column without one is None, as on an unsaved ORM row."""
 
 
-def _column_defaults(table: type[Row]) -> dict[str, Any]:
-    """What an INSERT would fill in for a missing value (the rows here are never inserted)."""
-    defaults: dict[str, Any] = {}
-    for column in table.__table__.columns:
-        default = column.default
-        if default is None or not hasattr(default, "arg"):
-            continue
-        arg = default.arg
-        defaults[column.key] = arg(None) if callable(arg) else arg
-    return defaults
+class ShippedRow:
+    """One shipped row: every column of its table as an attribute, like an ORM row (a column
+    the row and the defaults leave out is None); the converters read it the same way."""
+
+    def __init__(self, table: str, values: dict[str, Any]) -> None:
+        self.__dict__.update(dict.fromkeys(COLUMNS[table]))
+        for name, default in DEFAULTS[table].items():
+            self.__dict__[name] = list(default) if isinstance(default, list) else default
+        self.__dict__.update({k: v for k, v in values.items() if k in self.__dict__})
+
+    slug: str
 
 
 def _load(file_name: str) -> list[dict[str, Any]]:
@@ -53,16 +109,13 @@ def _load(file_name: str) -> list[dict[str, Any]]:
     return loaded
 
 
-def _rows(table: type[Row], file_names: tuple[str, ...]) -> list[Row]:
-    columns = set(table.__table__.columns.keys())
-    defaults = _column_defaults(table)
+def _rows(table: str, file_names: tuple[str, ...]) -> list[ShippedRow]:
     data = [row for name in file_names for row in _load(name)]
     by_slug: dict[str, dict[str, Any]] = {}
     for update in _load(UPDATES[table]) if table in UPDATES else []:
         by_slug.setdefault(update["slug"], {}).update(update["values"])
     data = [{**row, **by_slug.get(row["slug"], {})} for row in data]
-    rows = [table(**{**defaults, **{k: v for k, v in row.items() if k in columns}}) for row in data]
-    return sorted(rows, key=lambda r: r.slug)
+    return sorted((ShippedRow(table, row) for row in data), key=lambda r: r.slug)
 
 
 class LocalCatalogue:
@@ -71,7 +124,7 @@ class LocalCatalogue:
     way the server resolves."""
 
     def __init__(self) -> None:
-        self.snapshot = snapshot_of({t.__tablename__: _rows(t, f) for t, f in SHIPPED})
+        self.snapshot = snapshot_of({t: _rows(t, f) for t, f in SHIPPED})
 
     def gpu(self, name: str, field: str = "gpu") -> GpuSpec:
         return self.snapshot.gpu_spec(name, field)
@@ -80,7 +133,7 @@ class LocalCatalogue:
         return self.snapshot.all_gpu_specs()
 
     def prices(self) -> dict[str, GpuPrice]:
-        return {row.slug: gpu_price_of(row) for row in self.snapshot.rows[Gpu.__tablename__]}
+        return self.snapshot.prices()
 
     def model(self, name: str, field: str = "model") -> ModelSpec:
         return self.snapshot.model_spec(name, field)

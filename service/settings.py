@@ -52,6 +52,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Where callers reach the service, e.g. https://planner.internal: links the service hands
     out (a chat answer's memory picture, GET /plan.svg) start with it. Empty (default): relative
     links, /plan.svg?..."""
+    workers: int = 1
+    """Server processes (uvicorn workers) ``serve`` starts on one port: Python computes on one
+    core per process, so WORKERS=N uses N cores. Each worker keeps its own rate limit, catalogue
+    cache and metrics, like a replica (see deploy/README.md, "Several workers")."""
     shutdown_grace_s: float = 20.0
     """On SIGTERM: stop accepting, let in-flight requests finish for up to this long."""
 

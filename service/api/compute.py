@@ -12,14 +12,16 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.cached_catalogue import CACHED_CATALOGUE
+from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
 from service.api.guards import open_unless_required
 from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
 from service.catalogue import lookup
 from service.catalogue.prices import gpu_prices
+from service.observability import note_outcome
 from service.plans.compute import answer_matrix, answer_offload
-from service.plans.evaluate import evaluate_plan, resolve_formats
+from service.plans.evaluate import resolve_formats
+from service.plans.served import evaluate_cached
 from service.plans.threads import off_loop
 from service.render.speed import (
     matrix_traffic_csv,
@@ -81,9 +83,11 @@ def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None
     status_code=200,
 )
 async def plan_endpoint(
-    request: Request[Any, Any, Any], db_session: Session, data: JSONBody[PlanRequest]
+    request: Request[Any, Any, Any], data: JSONBody[PlanRequest]
 ) -> Response[PlanAnswer | TrainingAnswer | VllmPlanAnswer]:
-    answer = await evaluate_plan(db_session, data)
+    # CACHED_CATALOGUE serves this route: its names resolve in the snapshot, no session.
+    answer = await evaluate_cached(await cached_snapshot(), data)
+    note_outcome(request.scope["state"], "compute", getattr(answer, "status", ""))  # type: ignore[typeddict-item]
     return plan_response(request, answer)
 
 

@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import msgspec
+from litestar import Litestar
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers import BaseRouteHandler
@@ -115,5 +116,26 @@ def require_role(role: Role, *, only_when_auth_required: bool = False) -> Guard:
     return guard
 
 
+OPEN_GUARD = "planner_open_unless_required"
+"""Marks the guards of ``open_unless_required``: with REQUIRE_AUTH=false they let everyone in."""
+
+
 def open_unless_required(role: Role = "viewer") -> Guard:
-    return require_role(role, only_when_auth_required=True)
+    guard = require_role(role, only_when_auth_required=True)
+    setattr(guard, OPEN_GUARD, True)
+    return guard
+
+
+def drop_open_guards(app: Litestar) -> None:
+    """With REQUIRE_AUTH=false, take the ``open_unless_required`` guards off this app's handlers
+    (Litestar copies them per app): each would let every request in, but Litestar copies the
+    handler for every guard it calls, on every request. A key presented anyway is still
+    verified by RequestMiddleware (for the rate limit and the log)."""
+    if app.state.settings.require_auth:
+        return
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            guards = handler.resolve_guards()
+            kept = [g for g in guards if not getattr(g, OPEN_GUARD, False)]
+            if len(kept) != len(guards):
+                handler._resolved_guards = kept  # what resolve_guards() answers from now on

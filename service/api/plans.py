@@ -38,6 +38,7 @@ from service.api.plans_schemas import (
     ReviewBody,
 )
 from service.api.problems import PROBLEM_JSON, ClientProblem, problems
+from service.observability import note_outcome
 from service.plans import actions
 from service.plans.records import PlanHistory, PlanPage, Recheck, SavedPlan
 from service.plans.store import Filters
@@ -200,6 +201,8 @@ class PlansController(Controller):
         plan, created = await actions.create(
             db_session, _principal(request), data.name, data.notes, data.request, idempotency_key
         )
+        if created:
+            note_outcome(request.scope["state"], "created", plan.answer.status)  # type: ignore[typeddict-item]
         return _plan(plan, 201 if created else 200, Location=f"/plans/{plan.id}")
 
     @get(
@@ -360,6 +363,7 @@ class PlansController(Controller):
         plan = await actions.review(
             db_session, plan_id, _principal(request), if_match, data.decision, data.comment
         )
+        note_outcome(request.scope["state"], "reviewed", plan.status)  # type: ignore[typeddict-item]
         return _plan(plan)
 
     @get(

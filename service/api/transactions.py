@@ -44,8 +44,11 @@ class RequestTransaction:
         retry_after_s: int,
         session_key: str,
         on_database_error: Callable[[], None] | None = None,
+        unbounded_paths: frozenset[str] = UNBOUNDED_PATHS,
     ) -> None:
         self.app = app
+        self.unbounded_paths = unbounded_paths
+        """Paths run without the deadline's watch task (a task and a timer per request)."""
         self.deadline_s = deadline_s
         self.retry_after_s = retry_after_s
         self.session_key = session_key
@@ -73,7 +76,7 @@ class RequestTransaction:
             await send(message)
             answering = True
 
-        if self.deadline_s <= 0 or scope["path"] in UNBOUNDED_PATHS:
+        if self.deadline_s <= 0 or scope["path"] in self.unbounded_paths:
             await self.app(scope, receive, guarded_send)
             return
         work = asyncio.ensure_future(self.app(scope, receive, guarded_send))
@@ -101,8 +104,8 @@ class RequestTransaction:
     async def _end_transaction(self, scope: Scope, status: int) -> Exception | None:
         """Commit on 2xx, else roll back; then close. The commit's error, if it failed."""
         session: AsyncSession | None = get_aa_scope_state(scope, self.session_key, pop=True)
-        if session is None:
-            return None
+        if session is None or not session.in_transaction():
+            return None  # never used (a computation served from the cached catalogue): no-op
         failed: Exception | None = None
         try:
             if 200 <= status < 300:

@@ -9,16 +9,13 @@ from typing import Annotated, Literal
 
 import msgspec
 from litestar import post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from msgspec import Meta
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.cached_catalogue import CACHED_CATALOGUE
+from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
 from service.api.guards import open_unless_required
 from service.api.problems import problems
-from service.catalogue import lookup
-from service.plans.evaluate import resolve_model
+from service.catalogue.memory import Snapshot
 from service.plans.threads import off_loop
 from service.schemas.bounds import OptionalUtilisation, SlugRef, Users
 from service.sizing.vllm.config import (
@@ -40,8 +37,6 @@ from service.sizing.vllm.plan import engine_config_of
 from service.sizing.vllm.releases import LATEST_ERA, EngineEra
 from service.verify.compare import VerifyAnswer, compare
 from service.verify.startup_log import parse_startup_log
-
-Session = NamedDependency[AsyncSession]
 
 
 class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -92,15 +87,25 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary="Check a vLLM start-up log against the plan for the configuration it echoes",
     status_code=200,
 )
-async def verify_endpoint(db_session: Session, data: JSONBody[VerifyRequest]) -> VerifyAnswer:
-    parsed = await off_loop(parse_startup_log, data.log, data.nvidia_smi)
-    model = await resolve_model(db_session, data.model, None)
-    gpu = await lookup.gpu_spec(db_session, data.gpu)
+async def verify_endpoint(data: JSONBody[VerifyRequest]) -> VerifyAnswer:
+    try:
+        snapshot = await cached_snapshot()
+    except Exception:  # no catalogue yet and no database: a bad log is still its 422 first
+        await off_loop(parse_startup_log, data.log, data.nvidia_smi)
+        raise
+    return await off_loop(_verify, snapshot, data)
+
+
+def _verify(catalogue: Snapshot, data: VerifyRequest) -> VerifyAnswer:
+    """Parse, look up, predict and compare, in one worker thread (the snapshot is immutable):
+    the log first, so a log without any expected line is a 422 whatever the names say."""
+    parsed = parse_startup_log(data.log, data.nvidia_smi)
+    model = catalogue.model_spec(data.model)
+    gpu = catalogue.gpu_spec(data.gpu)
     # The request's flags by their names; its quantization (none: what the log echoes) is
     # compare's to resolve against the log.
     base = engine_config_of(data, era=LATEST_ERA, quantization=data.quantization or "none")
-    return await off_loop(
-        compare,
+    return compare(
         model,
         gpu,
         parsed,

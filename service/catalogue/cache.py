@@ -33,85 +33,21 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
-from service.catalogue.lookup import KIND, Row, choose, normalise, serving_snapshot
+from service.catalogue.lookup import Row, serving_snapshot
+from service.catalogue.memory import Entry as Entry  # re-exported: the snapshot moved there
+from service.catalogue.memory import Snapshot as Snapshot
+from service.catalogue.memory import Table as Table
+from service.catalogue.memory import snapshot_of as snapshot_of
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.db import within
-from service.sizing.formats import NumberFormat
-from service.sizing.hardware import GpuSpec, LinkSpec
-from service.sizing.models import ModelSpec
 
 log = logging.getLogger("service.catalogue.cache")
 TABLES: tuple[type[Interconnect | Gpu | Model | Format], ...] = (Interconnect, Gpu, Model, Format)
-Spec = TypeVar("Spec")
-
-
-@dataclass(frozen=True)
-class Entry(Generic[Spec]):
-    """One catalogue row as the snapshot keeps it: what resolution needs, and the core's spec."""
-
-    slug: str
-    aliases: list[str]
-    spec: Spec
-
-
-@dataclass(frozen=True)
-class Table(Generic[Spec]):
-    kind: str
-    entries: list[Entry[Spec]]  # sorted by slug, like the database lookups
-    by_slug: dict[str, Entry[Spec]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "by_slug", {e.slug: e for e in self.entries})
-
-    def resolve(self, name: str, field: str) -> Spec:
-        """Same rules as lookup.resolve: exact slug, else alias, else "<name>-" prefix."""
-        entry = self.by_slug.get(normalise(name))
-        if entry is None:
-            entry = choose(self.entries, name, self.kind, field)
-        return entry.spec
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The whole catalogue at one fingerprint, as the core's specs; immutable once built."""
-
-    fingerprint: str
-    links: Table[LinkSpec]
-    gpus: Table[GpuSpec]
-    models: Table[ModelSpec]
-    formats: Table[NumberFormat]
-    rows: dict[str, list[Any]]
-    """The detached ORM rows by table name, for readers that need columns the specs lack."""
-
-    def gpu_spec(self, name: str, field: str = "gpu") -> GpuSpec:
-        return self.gpus.resolve(name, field)
-
-    def all_gpu_specs(self) -> list[GpuSpec]:
-        return [e.spec for e in self.gpus.entries]
-
-    def model_spec(self, name: str, field: str = "model") -> ModelSpec:
-        return self.models.resolve(name, field)
-
-    def all_model_specs(self) -> list[ModelSpec]:
-        return [e.spec for e in self.models.entries]
-
-    def link_spec(self, name: str, field: str = "link") -> LinkSpec:
-        return self.links.resolve(name, field)
-
-    def number_format(self, name: str, field: str) -> NumberFormat:
-        return self.formats.resolve(name, field)
-
-
-def _table(kind: str, rows: Sequence[Any], convert: Callable[[Any], Spec]) -> Table[Spec]:
-    ordered = sorted(rows, key=lambda r: r.slug)
-    return Table(kind, [Entry(r.slug, list(r.aliases), convert(r)) for r in ordered])
 
 
 async def fingerprint(session: AsyncSession) -> str:
@@ -121,20 +57,6 @@ async def fingerprint(session: AsyncSession) -> str:
         for row_id, updated_at in result.all():
             digest.update(f"{table.__tablename__}:{row_id}:{updated_at};".encode())
     return digest.hexdigest()
-
-
-def snapshot_of(rows: dict[str, list[Any]], fingerprint: str = "") -> Snapshot:
-    """The snapshot of catalogue ``rows`` (by table name), converted to the core's specs."""
-    links = _table(KIND[Interconnect], rows[Interconnect.__tablename__], link_spec_of)
-    link_specs = {e.slug: e.spec for e in links.entries}
-    return Snapshot(
-        fingerprint=fingerprint,
-        links=links,
-        gpus=_table(KIND[Gpu], rows[Gpu.__tablename__], lambda r: gpu_spec_of(r, link_specs)),
-        models=_table(KIND[Model], rows[Model.__tablename__], model_spec_of),
-        formats=_table(KIND[Format], rows[Format.__tablename__], number_format_of),
-        rows=rows,
-    )
 
 
 async def load(session: AsyncSession, current: str) -> Snapshot:

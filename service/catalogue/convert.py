@@ -4,27 +4,31 @@ Rows carry the specs' fields under the same names, so msgspec converts them (che
 Literal-typed columns on the way); only a GPU's links need resolving to their specs.
 """
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
-from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.cost import GpuPrice
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec, compute_capability_of
 from service.sizing.models import ModelSpec
 
+if TYPE_CHECKING:  # any object with the columns as attributes converts (the offline rows too)
+    from service.catalogue.tables import Format, Gpu, Interconnect, Model
 
-def link_spec_of(row: Interconnect) -> LinkSpec:
+
+def link_spec_of(row: "Interconnect") -> LinkSpec:
     return msgspec.convert(row, LinkSpec, from_attributes=True)
 
 
-def pcie_peer_to_peer(row: Gpu) -> bool:
+def pcie_peer_to_peer(row: "Gpu") -> bool:
     """NVIDIA's GeForce line has PCIe peer-to-peer disabled in the driver; the catalogue keeps
     no column for it (adding one needs a migration), so the product line its name gives decides:
     "NVIDIA GeForce RTX 4090"."""
     return not (row.vendor == "NVIDIA" and "GeForce" in row.name.split())
 
 
-def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
+def gpu_spec_of(row: "Gpu", links: dict[str, LinkSpec]) -> GpuSpec:
     """``links`` maps interconnect slugs to specs; the foreign keys guarantee they exist."""
     return GpuSpec(
         slug=row.slug,
@@ -46,7 +50,7 @@ def gpu_spec_of(row: Gpu, links: dict[str, LinkSpec]) -> GpuSpec:
     )
 
 
-def model_spec_of(row: Model) -> ModelSpec:
+def model_spec_of(row: "Model") -> ModelSpec:
     """A column a row does not carry (a saved plan's snapshot taken before the migration that
     added it) takes the spec's default, which is what the migration gave existing rows."""
     fields = {
@@ -57,11 +61,11 @@ def model_spec_of(row: Model) -> ModelSpec:
     return msgspec.convert(fields, ModelSpec)
 
 
-def number_format_of(row: Format) -> NumberFormat:
+def number_format_of(row: "Format") -> NumberFormat:
     return msgspec.convert(row, NumberFormat, from_attributes=True)
 
 
-def gpu_price_of(row: Gpu) -> GpuPrice:
+def gpu_price_of(row: "Gpu") -> GpuPrice:
     return GpuPrice(
         gpu=row.slug,
         currency=row.currency,

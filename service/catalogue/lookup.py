@@ -5,16 +5,18 @@ slug starts with "<name>-". One match wins; several are ambiguous (404 listing t
 404 suggesting the closest slugs (difflib).
 """
 
-import difflib
-from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.catalogue.convert import gpu_spec_of, link_spec_of, model_spec_of, number_format_of
-from service.catalogue.errors import NotFound
+from service.catalogue.memory import TABLE_KINDS
+from service.catalogue.names import Named as Named  # re-exported: the rules moved there
+from service.catalogue.names import choose
+from service.catalogue.names import closest as closest
+from service.catalogue.names import normalise as normalise
 from service.catalogue.tables import Format, Gpu, Interconnect, Model
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -23,7 +25,8 @@ from service.sizing.models import ModelSpec
 if TYPE_CHECKING:
     from sqlalchemy.orm import InstrumentedAttribute
 
-    from service.catalogue.cache import CatalogueCache, Snapshot
+    from service.catalogue.cache import CatalogueCache
+    from service.catalogue.memory import Snapshot
 
 Row = TypeVar("Row", Gpu, Interconnect, Model, Format)
 
@@ -40,35 +43,7 @@ async def serving_snapshot() -> "Snapshot | None":
     return None if cache is None else await cache.current()
 
 
-class Named(Protocol):
-    """A catalogue row or a snapshot entry: what resolution looks at."""
-
-    @property
-    def slug(self) -> str: ...
-
-    @property
-    def aliases(self) -> list[str]: ...
-
-
-N = TypeVar("N", bound=Named)
-
-KIND = {Gpu: "gpu", Interconnect: "interconnect", Model: "model", Format: "number format"}
-
-
-def normalise(name: str) -> str:
-    """What people type -> slug spelling: 'H100 SXM' -> 'h100-sxm'."""
-    return "-".join(name.strip().lower().replace("_", " ").split())
-
-
-def closest(name: str, rows: Sequence[Named], n: int = 3) -> list[str]:
-    """The slugs nearest to ``name``, matching on slugs and aliases alike."""
-    owner: dict[str, str] = {}
-    for row in rows:
-        owner.setdefault(row.slug, row.slug)
-        for alias in row.aliases:
-            owner.setdefault(alias, row.slug)
-    matches = difflib.get_close_matches(name, list(owner), n=n * 2, cutoff=0.5)
-    return list(dict.fromkeys(owner[m] for m in matches))[:n]
+KIND = {t: TABLE_KINDS[t.__tablename__] for t in (Gpu, Interconnect, Model, Format)}
 
 
 async def resolve(
@@ -81,22 +56,6 @@ async def resolve(
         return row
     rows = list((await session.scalars(select(table).order_by(table.slug))).all())
     return choose(rows, name, KIND[table], field, status=status)
-
-
-def choose(rows: Sequence[N], name: str, kind: str, field: str, *, status: int = 404) -> N:
-    """Alias, then "<name>-" prefix, among ``rows`` (sorted by slug); the exact slug was tried."""
-    key = normalise(name)
-    candidates = [r for r in rows if key in r.aliases] or [
-        r for r in rows if key and r.slug.startswith(key + "-")
-    ]
-    if len(candidates) == 1:
-        return candidates[0]
-    if candidates:
-        slugs = [r.slug for r in candidates]
-        raise NotFound(
-            field=field, slug=name, kind=kind, suggestions=slugs, ambiguous=True, status=status
-        )
-    raise NotFound(field=field, slug=name, kind=kind, suggestions=closest(key, rows), status=status)
 
 
 async def _links(session: AsyncSession) -> dict[str, LinkSpec]:

@@ -8,16 +8,13 @@ as Slack's does, so asking the same thing twice in one second is two requests, n
 """
 
 import argparse
-import secrets
-import shlex
 import sys
 import time
-import urllib.parse
 
-import httpx
-
-from service.chatops.signature import sign
 from service.settings import Settings
+
+# secrets, shlex, urllib.parse, the signature (hashlib) and httpx are imported where used:
+# python -m service builds this command's parser for every command it runs.
 
 FORM = "application/x-www-form-urlencoded"
 PATH = "/chatops/slack"
@@ -25,6 +22,9 @@ PATH = "/chatops/slack"
 
 def slash_body(text: str, command: str = "/gpu") -> bytes:
     """The form Slack posts for ``/gpu TEXT`` (the fields the service reads, and a trigger id)."""
+    import secrets
+    import urllib.parse
+
     fields = {
         "command": command,
         "text": text,
@@ -35,6 +35,8 @@ def slash_body(text: str, command: str = "/gpu") -> bytes:
 
 
 def signed_headers(secret: str, body: bytes, now: float | None = None) -> dict[str, str]:
+    from service.chatops.signature import sign
+
     timestamp = str(int(time.time() if now is None else now))
     return {
         "Content-Type": FORM,
@@ -44,6 +46,8 @@ def signed_headers(secret: str, body: bytes, now: float | None = None) -> dict[s
 
 
 def curl_line(url: str, headers: dict[str, str], body: bytes) -> str:
+    import shlex
+
     parts = ["curl", "-s", "-X", "POST", url.rstrip("/") + PATH]
     for name, value in headers.items():
         parts += ["-H", f"{name}: {value}"]
@@ -63,6 +67,8 @@ def add_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]")
 
 def run(args: argparse.Namespace) -> int:
     """0: answered (200); 1: the service refused or did not answer; 2: no secret set."""
+    import httpx  # here: every other command of python -m service starts without it
+
     secret = Settings.from_env().slack_signing_secret
     if not secret:
         print("error: set SLACK_SIGNING_SECRET to the server's signing secret", file=sys.stderr)

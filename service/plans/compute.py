@@ -8,7 +8,7 @@ import msgspec
 
 from service.plans.matrix_traffic import check_traffic_cells, with_traffic
 from service.schemas.compute import MatrixRequest, OffloadRequest
-from service.sizing.cost import CostedMatrix, GpuPrice, cost_matrix
+from service.sizing.cost import CostedCell, CostedMatrix, GpuPrice, cost_matrix
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec, LinkSpec
@@ -64,7 +64,7 @@ def answer_matrix(
     ms, fs, gs = distinct(models), distinct(formats), distinct(gpus)
     if request.traffic is not None:
         check_traffic_cells(len(ms), len(fs), len(gs))
-    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv), prices)
+    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv, cell_type=CostedCell), prices)
     if request.traffic is None:
         return costed
     return with_traffic(

@@ -1,17 +1,12 @@
 """A plan request evaluated against the catalogue: the one path shared by POST /plan and the
 saved plans of /plans (which store the request, this answer and the rows it used)."""
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.catalogue import lookup
-from service.catalogue.hf_config import import_config
-from service.catalogue.prices import gpu_prices
 from service.plans.compute import workload_of
 from service.plans.serving import traffic_plan
-from service.plans.threads import off_loop
 from service.schemas.plan import (
     PlanAnswer,
     PlanOption,
@@ -42,9 +37,18 @@ from service.sizing.training import (
 )
 from service.sizing.vllm.plan import VllmOptions, vllm_plan
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+# The database lookups (service.catalogue.lookup, .prices), the config.json importer and
+# service.plans.served (worker threads) are imported where they are used: the offline CLI plans
+# through this module without SQLAlchemy or anyio.
+
 
 def model_from_config(config_json: dict[str, Any]) -> ModelSpec:
     """An inline config.json as a plannable spec, named after its ``_name_or_path``."""
+    from service.catalogue.hf_config import import_config  # its tables: only for a config.json
+
     name = str(config_json.get("_name_or_path") or "imported-model")
     return import_config(config_json, slug=name.rsplit("/", 1)[-1].lower()).spec
 
@@ -77,7 +81,7 @@ def inline_model(inline: ModelSpec | None, config_json: dict[str, Any] | None) -
 
 
 async def resolve_model(
-    session: AsyncSession,
+    session: "AsyncSession",
     slug: str | None,
     inline: ModelSpec | None,
     config_json: dict[str, Any] | None = None,
@@ -85,6 +89,8 @@ async def resolve_model(
     if model_source(slug, inline, config_json) != "model":
         return inline_model(inline, config_json)
     assert slug is not None
+    from service.catalogue import lookup
+
     return await lookup.model_spec(session, slug)
 
 
@@ -111,8 +117,10 @@ def checkpoint_warnings(
 
 
 async def resolve_formats(
-    session: AsyncSession, weight_slug: str, kv_slug: str | None
+    session: "AsyncSession", weight_slug: str, kv_slug: str | None
 ) -> tuple[NumberFormat, NumberFormat]:
+    from service.catalogue import lookup
+
     weights = await lookup.number_format(session, weight_slug, "weight_format")
     if kv_slug is None:
         return weights, default_kv_format(weights)
@@ -121,7 +129,9 @@ async def resolve_formats(
     return weights, kv
 
 
-async def resolve_gpus(session: AsyncSession, slug: str | None) -> list[GpuSpec]:
+async def resolve_gpus(session: "AsyncSession", slug: str | None) -> list[GpuSpec]:
+    from service.catalogue import lookup
+
     if slug is not None:
         return [await lookup.gpu_spec(session, slug)]
     return await lookup.all_gpu_specs(session)
@@ -282,11 +292,16 @@ def _memory_plan(
     )
 
 
-async def evaluate_plan(session: AsyncSession, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
+async def evaluate_plan(
+    session: "AsyncSession", data: PlanRequest
+) -> "PlanAnswer | TrainingAnswer":
     """Look the request's names up in the catalogue and run the sizing core on them."""
     model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpus = await resolve_gpus(session, data.gpu)
     weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)
     weights, kv = await resolve_formats(session, weight_slug, data.kv_format)
+    from service.catalogue.prices import gpu_prices
+    from service.plans.served import answer_where_cheap
+
     prices = await gpu_prices(session) if data.workload == "inference" else {}
-    return await off_loop(answer_plan, data, model, gpus, weights, kv, prices)
+    return await answer_where_cheap(data, model, gpus, weights, kv, prices)

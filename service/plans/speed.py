@@ -1,13 +1,13 @@
 """POST /speed answered on resolved specs: one deployment over a sweep of concurrencies (a
 closed loop, as ``vllm bench serve --max-concurrency N``) or of request rates (an open loop),
-one row per point. Shared by the controller, the chat command and the CLI's local mode."""
+one row per point. Shared by the controller, the chat command and the CLI's local mode. The
+catalogue lookup and the worker threads are imported where they are used: the CLI's local mode
+answers through this module without SQLAlchemy or anyio."""
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import TYPE_CHECKING
 
-from service.catalogue import lookup
 from service.plans.evaluate import resolve_formats, resolve_model, weight_format_of
 from service.plans.serving import check_length, replica_of
-from service.plans.threads import off_loop
 from service.schemas.speed import SpeedAnswer, SpeedRequest, SpeedRow
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
@@ -16,6 +16,9 @@ from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.serving.loop import Workload, closed_loop, open_loop
 from service.sizing.vllm.plan import VllmOptions
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 DEFAULT_MAX_MODEL_LEN = 8192
 """max_model_len when the request names none: 8,192 tokens (the default context of /plan), or
@@ -143,8 +146,11 @@ def answer_speed(
     )
 
 
-async def evaluate_speed(session: AsyncSession, data: SpeedRequest) -> SpeedAnswer:
+async def evaluate_speed(session: "AsyncSession", data: SpeedRequest) -> SpeedAnswer:
     """Look the request's names up in the catalogue and run the serving model on them."""
+    from service.catalogue import lookup
+    from service.plans.threads import off_loop
+
     model = await resolve_model(session, data.model, data.model_spec, data.config_json)
     gpu = await lookup.gpu_spec(session, data.gpu)
     weight_slug = weight_format_of(data.weight_format, model.checkpoint_format)

@@ -147,20 +147,29 @@ class CostedMatrix(Matrix, frozen=True, kw_only=True):
 
 
 def cost_matrix(m: Matrix, prices: Mapping[str, GpuPrice]) -> CostedMatrix:
-    """The matrix with each fitting cell's cost (gpu_count x the column's prices)."""
+    """The matrix with each fitting cell's cost (gpu_count x the column's prices). Cells built
+    as CostedCell already (build_matrix's ``cell_type``) only gain their cost; frozen cells
+    shared by several rows (a column's does-not-fit cell) are costed once, and each (GPU,
+    count)'s cost is computed once."""
+    costs: dict[tuple[str, int | None], Cost | None] = {}
+    costed: dict[int, CostedCell] = {}  # by the id of a cell of ``m``, alive while it is
+
+    def cell_of(cell: MatrixCell) -> CostedCell:
+        found = costed.get(id(cell))
+        if found is None:
+            key = (cell.gpu, cell.gpu_count)
+            if key not in costs:
+                costs[key] = cost_of(cell.gpu_count, prices.get(cell.gpu))
+            cost = costs[key]
+            if isinstance(cell, CostedCell):
+                found = cell if cost is None else msgspec.structs.replace(cell, cost=cost)
+            else:
+                found = CostedCell(**msgspec.structs.asdict(cell), cost=cost)
+            costed[id(cell)] = found
+        return found
+
     rows = [
-        CostedRow(
-            **{
-                **msgspec.structs.asdict(row),
-                "cells": [
-                    CostedCell(
-                        **msgspec.structs.asdict(cell),
-                        cost=cost_of(cell.gpu_count, prices.get(cell.gpu)),
-                    )
-                    for cell in row.cells
-                ],
-            }
-        )
+        CostedRow(**{**msgspec.structs.asdict(row), "cells": [cell_of(c) for c in row.cells]})
         for row in m.rows
     ]
     return CostedMatrix(gpus=m.gpus, workload=m.workload, rows=rows)

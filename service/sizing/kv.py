@@ -13,15 +13,17 @@ Architecture refinements (reference/models.md, from vLLM's kv_cache_interface):
   dtype (vLLM's mamba cache dtype follows the model, not kv_cache_dtype), split by TP.
 """
 
-from collections import Counter
+import typing
 from collections.abc import Sequence
 
 import msgspec
 
 from service.sizing.formats import NumberFormat
 from service.sizing.models import LayerType, ModelSpec
-from service.sizing.parallel import kv_heads_per_gpu
+from service.sizing.parallel import kv_heads_per_gpu, stage_layers
 from service.sizing.units import ceil_div
+
+LAYER_KINDS: tuple[LayerType, ...] = typing.get_args(LayerType)
 
 STATE_VALUE_BYTES = 2
 """Linear-attention states are held in the model's 16-bit dtype."""
@@ -88,18 +90,24 @@ def kv_shape(
     (default: every layer, i.e. the whole model when tp=1)."""
     numerator, denominator = fmt.bits_ratio
     growth = sliding = 0  # values per token, summed over layers
-    counts = Counter(model.resolved_layer_types if layers is None else layers)
-    for kind, count in counts.items():
+    types = model.resolved_layer_types if layers is None else layers
+    linear = 0
+    for kind in LAYER_KINDS:
+        count = types.count(kind)
+        if not count:
+            continue
         values = count * _layer_values_per_token(model, kind, tensor_parallel)
         if kind == "sliding":
             sliding += values
         else:
             growth += values
+        if kind == "linear":
+            linear = count
     return KvShape(
         growth_bytes_per_token=ceil_div(growth * numerator, denominator * 8),
         sliding_bytes_per_token=ceil_div(sliding * numerator, denominator * 8),
         window_tokens=model.sliding_window_tokens,
-        state_bytes_per_sequence=counts["linear"]
+        state_bytes_per_sequence=linear
         * linear_state_values(model, tensor_parallel)
         * STATE_VALUE_BYTES,
     )
@@ -122,3 +130,27 @@ def kv_cache_bytes(
 ) -> int:
     """Worst case, every conversation at full length (step 2 of the six-step method)."""
     return concurrency * kv_shape(model, fmt).bytes_per_sequence(context_tokens)
+
+
+_SHAPES: dict[tuple[int, int, int, int], tuple[ModelSpec, NumberFormat, tuple[KvShape, ...]]] = {}
+MAX_SHAPES = 4096
+
+
+def stage_shapes(
+    model: ModelSpec, kv_format: NumberFormat, tensor_parallel: int, pipeline_parallel: int
+) -> tuple[KvShape, ...]:
+    """kv_shape of each pipeline stage's layers on one GPU of its tensor-parallel group. Pure
+    in frozen specs, so remembered by their identity (each kept while listed, so its id is not
+    reused): a catalogue model's shapes are counted once, not on every plan and split."""
+    key = (id(model), id(kv_format), tensor_parallel, pipeline_parallel)
+    hit = _SHAPES.get(key)
+    if hit is not None and hit[0] is model and hit[1] is kv_format:
+        return hit[2]
+    shapes = tuple(
+        kv_shape(model, kv_format, tensor_parallel, layers)
+        for layers in stage_layers(model, pipeline_parallel)
+    )
+    if len(_SHAPES) >= MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[key] = (model, kv_format, shapes)
+    return shapes

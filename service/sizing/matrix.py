@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import msgspec
 
 from service.sizing.errors import require
+from service.sizing.fewest import FewestGpus, FitCell
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -61,6 +62,7 @@ def matrix_cell(
     kv_format: NumberFormat,
     workload: Workload,
 ) -> MatrixCell:
+    """One cell by the full plan search (build_matrix computes the same in closed form)."""
     p = plan_if_splittable(model, gpu, weight_format, kv_format, workload)
     if p is None or not p.fits:
         return MatrixCell(
@@ -103,22 +105,58 @@ def build_matrix(
     gpus: Sequence[GpuSpec],
     workload: Workload | None = None,
     kv_format: NumberFormat | None = None,
+    cell_type: type[MatrixCell] = MatrixCell,
 ) -> Matrix:
     """Every (model, format) row against every GPU column; the KV format follows the seed's
-    rule unless one is forced (``workload``: default the core's, on the driver basis)."""
+    rule unless one is forced (``workload``: default the core's, on the driver basis).
+    ``cell_type``: a subclass whose added fields have defaults (service.sizing.cost's
+    CostedCell), built directly rather than copied from each MatrixCell afterwards."""
     workload = validate_workload(workload or Workload())
     validate_size(len(models), len(weight_formats), len(gpus))
+    # Each cell in closed form (service.sizing.fewest), the same as matrix_cell's plan search.
+    fewest = FewestGpus(workload)
+    slugs = [g.slug for g in gpus]
+    unfit = [_cell(cell_type, slug, None) for slug in slugs]  # frozen: shared by a column
     rows: list[MatrixRow] = []
     for model in models:
         for fmt in weight_formats:
             kv = kv_format or default_kv_format(fmt)
+            fits = fewest.row(model, fmt, kv, gpus)
             rows.append(
                 MatrixRow(
                     model=model.slug,
                     weight_format=fmt.slug,
                     kv_format=kv.slug,
                     weights_bytes=model_weight_bytes(model, fmt),
-                    cells=[matrix_cell(model, gpu, fmt, kv, workload) for gpu in gpus],
+                    cells=[
+                        unfit[i] if fit is None else _cell(cell_type, slug, fit)
+                        for i, (slug, fit) in enumerate(zip(slugs, fits, strict=True))
+                    ],
                 )
             )
-    return Matrix(gpus=[g.slug for g in gpus], workload=workload, rows=rows)
+    return Matrix(gpus=slugs, workload=workload, rows=rows)
+
+
+def _cell(cell_type: type[MatrixCell], gpu: str, fit: FitCell) -> MatrixCell:
+    if fit is None:
+        return cell_type(
+            gpu=gpu,
+            gpu_count=None,
+            tensor_parallel=None,
+            pipeline_parallel=None,
+            spare_fraction=None,
+            spare_bytes=None,
+            status="does_not_fit",
+            amber=False,
+        )
+    split, spare, fraction, status, amber = fit
+    return cell_type(
+        gpu=gpu,
+        gpu_count=split.gpu_count,
+        tensor_parallel=split.tensor_parallel,
+        pipeline_parallel=split.pipeline_parallel,
+        spare_fraction=fraction,
+        spare_bytes=spare,
+        status=status,
+        amber=amber,
+    )

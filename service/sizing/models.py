@@ -142,9 +142,25 @@ MODEL_LIMITS: dict[str, int] = {
 """Each bounded ModelSpec field and its largest value, read from the annotations above."""
 
 
-def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
-    """Check an architecture for internal consistency; raise SizingError naming the field."""
+_VALID: dict[int, ModelSpec] = {}
+"""Specs that passed, by identity (each kept, so its id cannot be reused while listed): a
+catalogue spec is checked once, not once per plan and split. Bounded by MAX_REMEMBERED."""
+MAX_REMEMBERED = 512
 
+
+def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
+    """Check an architecture for internal consistency; raise SizingError naming the field.
+    A frozen spec that passed once passes again: it is remembered and not checked twice."""
+    if _VALID.get(id(spec)) is spec:
+        return spec
+    _check_model(spec, field)
+    if len(_VALID) >= MAX_REMEMBERED:
+        _VALID.clear()
+    _VALID[id(spec)] = spec
+    return spec
+
+
+def _check_model(spec: ModelSpec, field: str) -> None:
     def f(name: str) -> str:
         return f"{field}.{name}"
 
@@ -285,4 +301,3 @@ def validate_model(spec: ModelSpec, field: str = "model_spec") -> ModelSpec:
             f("sliding_window_tokens"),
             "cannot be larger than max_context_tokens",
         )
-    return spec

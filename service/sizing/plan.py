@@ -26,14 +26,13 @@ from service.sizing.hardware import (
     GpuSpec,
     validate_gpu,
 )
-from service.sizing.kv import kv_shape
+from service.sizing.kv import stage_shapes
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
     even_shares,
     split_for,
     split_problem,
-    stage_layers,
 )
 from service.sizing.speed import DecodeCeiling, decode_ceiling
 from service.sizing.units import exact, label_bytes
@@ -121,7 +120,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
 def usable_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
     """Seed step 3: capacity x utilisation (80 GB x 0.9 = 72 GB), exact to the byte."""
     capacity = gpu.capacity_bytes(workload.capacity_basis)
-    return int(capacity * exact(workload.gpu_memory_utilization))
+    share = exact(workload.gpu_memory_utilization)
+    return capacity * share.numerator // share.denominator  # int(capacity x share), in integers
 
 
 def budget_bytes_per_gpu(gpu: GpuSpec, workload: Workload) -> int:
@@ -147,7 +147,10 @@ class _Layout(msgspec.Struct, frozen=True):
     total_budget: int
     pool_tokens: int
     max_concurrency: int
-    decode: DecodeCeiling
+    mean_share: int
+    """The mean weight bytes per GPU and one conversation's KV on the busiest GPU: what the
+    decode ceiling reads (computed for the chosen layout only, in ``_decode``)."""
+    seq_kv_on_busiest: int
 
 
 def _layout(
@@ -172,8 +175,7 @@ def _layout(
     busiest: PerGpu | None = None
     pool_tokens = max_conc = -1
     seq_kv_on_busiest = 0
-    for stage, layers in enumerate(stage_layers(model, pp)):
-        shape = kv_shape(model, kv_format, tp, layers)
+    for stage, shape in enumerate(stage_shapes(model, kv_format, tp, pp)):
         seq_bytes = shape.bytes_per_sequence(ctx)
         kv_gpu = users * seq_bytes
         total_kv += kv_gpu * tp
@@ -197,14 +199,6 @@ def _layout(
             busiest = candidate
             seq_kv_on_busiest = seq_bytes
     assert busiest is not None
-    decode = decode_ceiling(
-        model,
-        weight_bytes_per_gpu=mean_share,
-        kv_bytes_per_sequence_per_gpu=seq_kv_on_busiest,
-        concurrency=users,
-        hbm_bytes_per_s=gpu.hbm_bytes_per_s,
-        pipeline_stages=pp,
-    )
     return _Layout(
         split=split,
         per_gpu=busiest,
@@ -213,7 +207,19 @@ def _layout(
         total_budget=budget * split.gpu_count,
         pool_tokens=max(0, pool_tokens),
         max_concurrency=max(0, max_conc),
-        decode=decode,
+        mean_share=mean_share,
+        seq_kv_on_busiest=seq_kv_on_busiest,
+    )
+
+
+def _decode(model: ModelSpec, gpu: GpuSpec, workload: Workload, layout: _Layout) -> DecodeCeiling:
+    return decode_ceiling(
+        model,
+        weight_bytes_per_gpu=layout.mean_share,
+        kv_bytes_per_sequence_per_gpu=layout.seq_kv_on_busiest,
+        concurrency=workload.concurrency,
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s,
+        pipeline_stages=layout.split.pipeline_parallel,
     )
 
 
@@ -226,6 +232,7 @@ def _warnings(
     layout: _Layout,
     status: Status,
     smallest_fitting: Split | None,
+    decode: DecodeCeiling,
 ) -> list[PlanWarning]:
     out: list[PlanWarning] = []
 
@@ -264,7 +271,7 @@ def _warnings(
             f"Mixture of experts: memory is sized by all {model.total_params:,} parameters; "
             f"each token computes with about {model.resolved_active_params:,}. A decode step "
             f"of {workload.concurrency:,} conversation(s) reads about "
-            f"{layout.decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
+            f"{decode.experts_read_per_layer:,.2f} of {model.experts} experts per "
             f"layer ({UNIFORM_ROUTING}).",
         )
     if workload.gpu_memory_utilization > UTILISATION_WARN_ABOVE:
@@ -336,7 +343,8 @@ def _finish(
     per = layout.per_gpu
     busiest_fraction = per.spare_bytes / per.budget_bytes if per.budget_bytes > 0 else -1.0
     status = spare_status(min(fraction, busiest_fraction))
-    whole_model_kv = kv_shape(model, kv_format)  # tp=1, no replication
+    whole_model_kv = stage_shapes(model, kv_format, 1, 1)[0]  # tp=1, no replication
+    decode = _decode(model, gpu, workload, layout)
     return Plan(
         model=model.slug,
         gpu=gpu.slug,
@@ -364,9 +372,9 @@ def _finish(
         concurrency=workload.concurrency,
         context_tokens=workload.context_tokens,
         per_gpu=per,
-        decode=layout.decode,
+        decode=decode,
         warnings=_warnings(
-            model, gpu, weight_format, kv_format, workload, layout, status, smallest_fitting
+            model, gpu, weight_format, kv_format, workload, layout, status, smallest_fitting, decode
         ),
         considered=considered,
         smallest_fitting_split=smallest_fitting if status == "does_not_fit" else None,

@@ -6,6 +6,7 @@ everything into it before you subtract. The core picks bytes.
 """
 
 from fractions import Fraction
+from functools import lru_cache
 
 GB = 10**9
 GiB = 2**30
@@ -19,6 +20,12 @@ def exact(value: float | int | Fraction) -> Fraction:
         return value
     if isinstance(value, int):
         return Fraction(value)
+    return _typed_decimal(value)
+
+
+@lru_cache(maxsize=1024)
+def _typed_decimal(value: float) -> Fraction:
+    """Fraction(repr(value)) parses a string: done once per distinct float (0.9, 0.92, ...)."""
     return Fraction(repr(value))
 
 

@@ -17,6 +17,7 @@ import msgspec
 
 from service.sizing.errors import SizingError, require
 from service.sizing.units import GiB, MiB
+from service.verify.needles import lines_holding, needles
 
 EXPECTED_LINES = (
     "Model loading took X GiB",
@@ -224,6 +225,81 @@ _FLAGS: dict[str, re.Pattern[str]] = {
 }
 
 
+_MISC: dict[str, re.Pattern[str]] = {
+    "w4a16_experts": _W4A16_EXPERTS,
+    "punica": _PUNICA,
+    "v2_runner": _V2_RUNNER,
+    "compile_warm": _COMPILE_WARM,
+    "compile_cold": _COMPILE_COLD,
+}
+_NEEDS: dict[str, tuple[str, ...]] = {
+    # _PATTERNS (the re.I ones are compared casefolded, as re.I compares)
+    "weights": ("took ",),
+    "weights_v0": ("model weights take",),
+    "non_torch": ("non_torch_memory",),
+    "activation": ("PyTorch activation peak memory",),
+    "kv_rest": ("the rest of the memory reserved for KV Cache is ",),
+    "kv_v0_line": ("available_kv_cache_memory",),
+    "kv_size_v0": ("kv_cache_size=",),
+    "kv_available": ("Available KV cache memory: ",),
+    "kv_tokens": ("GPU KV cache size: ",),
+    "blocks": (" blocks: ",),
+    "concurrency": ("Maximum concurrency for ",),
+    "total": ("total_gpu_memory",),
+    "util_v0": ("gpu_memory_utilization",),
+    "graphs": ("Graph capturing finished in ",),
+    "version": ("version", "LLM engine (v"),
+    "unsloth": ("Unsloth ",),
+    "no_memory": ("No available memory for the cache blocks",),
+    "too_small": ("max seq len (",),
+    "v0_too_small": ("The model's max seq len (",),
+    # _CONFIG (the flags of _FLAGS: _FLAG_NEEDS and _FLAG_MARK below)
+    "model": ("model='",),
+    "tensor_parallel_size": ("tensor_parallel_size",),
+    "pipeline_parallel_size": ("pipeline_parallel_size",),
+    "max_model_len": ("max_seq_len", "max_model_len"),
+    "gpu_memory_utilization": ("'gpu_memory_utilization'",),
+    "quantization": ("quantization",),
+    "kv_cache_dtype": ("kv_cache_dtype",),
+    "dtype": ("dtype=torch.",),
+    "enforce_eager": ("enforce_eager",),
+    "max_num_batched_tokens": ("max_num_batched_tokens",),
+    "max_num_seqs": ("max_num_seqs",),
+    "block_size": ("'block_size':", "--block-size"),
+    "cpu_offload_bytes": ("'cpu_offload_gb'",),
+    "enable_lora": ("enable_lora",),
+    "max_loras": ("max_loras",),
+    "max_lora_rank": ("max_lora_rank",),
+    # _MISC
+    "w4a16_experts": ("CompressedTensorsWNA16",),
+    "punica": ("Using PunicaWrapper",),
+    "v2_runner": ("Using V2 Model Runner",),
+    "compile_warm": ("Directly load the compiled graph",),
+    "compile_cold": ("Compiling a graph for",),
+}
+"""For every pattern, texts it cannot match without (one of them at least; for a name that
+both _CONFIG and _FLAGS read, enough for either spelling). parse_startup_log finds them in the
+whole log with str.find, then searches a line only with the patterns whose text it holds: most
+lines of a pasted log hold none, and about sixty regex searches a line were most of a 200-line
+log's parse (a dozen patterns start with no fixed text, so the engine tries every position)."""
+
+_FLAG_NEEDS: dict[str, tuple[str, ...]] = {"model": ("vllm serve ",)}
+_FLAG_MARK = re.compile(r"--[a-z]|-(?:tp|pp|q)[= ]")
+"""Every other flag pattern starts with "--" and a letter (--gpu-memory-utilization) or is one
+of the short forms -tp, -pp, -q followed by "=" or a space: one regex pass marks the lines that
+hold one, where a dozen short texts ("-q", "-tp") would each scan the whole log slowly."""
+_GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("f", _FLAGS), ("x", _MISC))
+
+
+_NEEDLES = needles(
+    (f"{group}:{name}", bool(pattern.flags & re.IGNORECASE), texts)
+    for group, patterns in _GROUPS
+    for name, pattern in patterns.items()
+    if (texts := (_FLAG_NEEDS if group == "f" else _NEEDS).get(name))
+)
+_MARKS = [(_FLAG_MARK, frozenset(f"f:{name}" for name in _FLAGS if name not in _FLAG_NEEDS))]
+
+
 def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     """``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`` (MiB)."""
     gpus: list[NvidiaSmiGpu] = []
@@ -260,17 +336,27 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     return gpus
 
 
+_SETTINGS = [*(("s", n, p) for n, p in _CONFIG.items()), *(("f", n, p) for n, p in _FLAGS.items())]
+
+
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     """Parse ``text``; raise SizingError (field ``log``) naming the expected lines when it holds
     none of them."""
     found: dict[str, object] = {}
     matched = 0
     w4a16_experts = False
-    for line in text.splitlines():
+    lines = text.splitlines()
+    candidates = _candidates(lines)
+    for index, line in enumerate(lines):
         if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
+            continue
+        here = candidates.get(index)
+        if here is None:  # no pattern can match it: nothing below would happen
             continue
         hit = False
         for name, pattern in _PATTERNS.items():
+            if f"p:{name}" not in here:
+                continue
             m = pattern.search(line)
             if not m:
                 continue
@@ -297,9 +383,11 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             elif name == "v0_too_small":
                 found["failed"] = True
                 found.setdefault("failure", line.strip())
-        for name, pattern in [*_CONFIG.items(), *_FLAGS.items()]:
+        for group, name, pattern in _SETTINGS:
+            if name in found or f"{group}:{name}" not in here:
+                continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
-            if m and name not in found:
+            if m:
                 value = m.group(1)
                 if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
                     found[name] = None if value == "None" else value
@@ -313,14 +401,15 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
                     found[name] = _gib(value)
                 else:
                     found[name] = _int(value)
-        w4a16_experts = w4a16_experts or bool(_W4A16_EXPERTS.search(line))
-        if _PUNICA.search(line):
+        if "x:w4a16_experts" in here and _W4A16_EXPERTS.search(line):
+            w4a16_experts = True
+        if "x:punica" in here and _PUNICA.search(line):
             found["enable_lora"] = True
-        if _V2_RUNNER.search(line):
+        if "x:v2_runner" in here and _V2_RUNNER.search(line):
             found["model_runner"] = "v2"
-        if _COMPILE_WARM.search(line):
+        if "x:compile_warm" in here and _COMPILE_WARM.search(line):
             found["compile_cache"] = "warm"
-        elif _COMPILE_COLD.search(line):
+        elif "x:compile_cold" in here and _COMPILE_COLD.search(line):
             found.setdefault("compile_cache", "cold")
         matched += hit
     if w4a16_experts and found.get("quantization") == "compressed-tensors":
@@ -338,3 +427,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     return msgspec.convert(
         {**found, "nvidia_smi": smi, "matched_lines": matched}, StartupLog, from_attributes=False
     )
+
+
+def _candidates(lines: list[str]) -> dict[int, set[str]]:
+    """Each line that holds a needed text: the keys of the patterns worth searching it with."""
+    return lines_holding(lines, _NEEDLES, _MARKS)

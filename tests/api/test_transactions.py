@@ -11,6 +11,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.api.cached_catalogue import paths_without_database
 from service.api.transactions import RequestTransaction
 from service.db import settle_abandoned
 from tests.conftest import new_key
@@ -20,8 +21,12 @@ KEY = "session"
 
 
 class FakeSession:
-    def __init__(self) -> None:
+    def __init__(self, *, used: bool = True) -> None:
         self.calls: list[str] = []
+        self.used = used
+
+    def in_transaction(self) -> bool:
+        return self.used
 
     async def invalidate(self) -> None:
         self.calls.append("invalidate")
@@ -97,6 +102,20 @@ async def test_the_deadline_never_cuts_an_answer_that_has_started() -> None:
     assert session.calls == ["commit", "close"]  # committed before the answer started
 
 
+async def test_a_session_the_request_never_used_is_neither_committed_nor_closed() -> None:
+    """A computation served from the cached catalogue never begins a transaction: no commit,
+    no rollback, no close (each is a round trip through SQLAlchemy's greenlet)."""
+    session = FakeSession(used=False)
+
+    async def answer(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+    sent = await run(answer, http_scope("/plan", session), deadline_s=1)
+    assert [m.get("status") or m.get("body") for m in sent] == [200, b"{}"]
+    assert session.calls == []
+
+
 async def test_a_commit_that_fails_is_a_503_not_a_201_and_saves_nothing(
     client: AsyncTestClient[Litestar], database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,3 +133,16 @@ async def test_a_commit_that_fails_is_a_503_not_a_201_and_saves_nothing(
     assert response.json()["type"] == "urn:gpu-planner:database-unavailable"
     listed = (await client.get("/plans", headers=planner)).json()["items"]
     assert "lost at commit" not in [p["name"] for p in listed]
+
+
+def test_only_the_sessionless_cached_computations_skip_the_deadline_task(
+    client: AsyncTestClient[Litestar],
+) -> None:
+    """POST /plan and /verify read the cached catalogue and take no session: no deadline task.
+    /matrix and /offload take one (unused while the cache serves), so they keep theirs."""
+    app = client.app
+    free = paths_without_database(app)
+    assert {"/plan", "/verify"} <= free
+    assert not free & {"/matrix", "/offload", "/plans", "/gpus", "/readyz"}  # sessions: watched
+    transaction = app.asgi_handler.app  # type: ignore[attr-defined]
+    assert transaction.unbounded_paths == free | {"/healthz", "/metrics"}

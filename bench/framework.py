@@ -1,0 +1,202 @@
+"""The service against the bare framework, over HTTP: the ratios of issue 20.
+
+Starts the bare Litestar app (bench/bare.py) and the service (``python -m service serve``, the
+rate limit switched off with RATE_LIMIT_PER_MINUTE=0 so every answer is a 200; JSON log lines
+written to /dev/null, their cost kept), each under the same uvicorn, on loopback. A load client
+in this process keeps a few keep-alive connections busy (pipelined requests: the client costs
+little next to the server) for a fixed time, the bare app and the service taking turns, several
+rounds; each side's best round counts. Reports each ratio (service / bare requests per second)
+beside its goal, then the throughput of two workers against one. Ratios measured in one run,
+never absolute budgets: a busy machine slows both sides. Run: `python bench/framework.py` (or
+`make bench`); ``--quick`` for shorter rounds.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.verify_log import typical_verify_body  # noqa: E402
+
+PLAN = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "concurrency": 40}
+VLLM = {**PLAN, "method": "vllm"}
+RENEW = 40
+"""Workers' comparison: each connection replaced after this many requests (see _connection)."""
+
+
+def request(method: str, path: str, body: bytes = b"") -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nhost: bench\r\n"
+    if body:
+        head += f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def post(path: str, body: object) -> bytes:
+    return request("POST", path, json.dumps(body).encode())
+
+
+# (name, the service's request, the bare app's request, goal: service / bare at least)
+CASES = [
+    ("GET /healthz", request("GET", "/healthz"), request("GET", "/healthz"), 0.8),
+    ("POST /plan (seed method)", post("/plan", PLAN), post("/plan", PLAN), 0.8),
+    ("POST /plan (vllm method)", post("/plan", VLLM), post("/plan", VLLM), 0.5),
+    (
+        "POST /verify (200-line log)",
+        post("/verify", typical_verify_body()),
+        post("/verify", typical_verify_body()),
+        0.3,
+    ),
+    ("GET /matrix (default)", request("GET", "/matrix"), request("GET", "/healthz"), 0.1),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(argv: list[str], env: dict[str, str]) -> Iterator[int]:
+    """A server subprocess on a free loopback port; yields the port once /healthz answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*argv, "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,  # the JSON log lines: written, then dropped
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(request("GET", "/healthz"))
+                    if s.recv(64).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"{' '.join(argv)} did not start")
+            time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def _connection(port: int, payload: bytes, depth: int, until: float, renew: int) -> int:
+    """Requests answered on keep-alive connections, each replaced after ``renew`` requests (0:
+    never): with several workers the kernel hands a new connection to whichever accepts it
+    first, and a busy worker accepts later, so renewed connections spread over the workers."""
+    batch, answered, on_this = payload * depth, 0, 0
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while time.perf_counter() < until:
+            if renew and on_this >= renew:
+                writer.close()
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                on_this = 0
+            writer.write(batch)
+            for _ in range(depth):
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(head.split(b"\r\n", 1)[0].decode())
+                at = head.lower().find(b"content-length:")
+                await reader.readexactly(int(head[at + 15 : head.find(b"\r\n", at)]))
+            answered += depth
+            on_this += depth
+    finally:
+        writer.close()
+    return answered
+
+
+async def _rate(
+    port: int, payload: bytes, seconds: float, connections: int, depth: int, renew: int
+) -> float:
+    started = time.perf_counter()
+    until = started + seconds
+    counts = await asyncio.gather(
+        *(_connection(port, payload, depth, until, renew) for _ in range(connections))
+    )
+    return sum(counts) / (time.perf_counter() - started)
+
+
+def rate(
+    port: int,
+    payload: bytes,
+    seconds: float,
+    connections: int = 4,
+    depth: int = 4,
+    renew: int = 0,
+) -> float:
+    """Requests per second that ``port`` answers with ``payload`` for about ``seconds``."""
+    return asyncio.run(_rate(port, payload, seconds, connections, depth, renew))
+
+
+def service_env(database_url: str, workers: int) -> dict[str, str]:
+    return {
+        "DATABASE_URL": database_url,
+        "RATE_LIMIT_PER_MINUTE": "0",  # every answer a 200: the limit is measured off
+        "LOG_LEVEL": "INFO",
+        "WORKERS": str(workers),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter rounds (noisier)")
+    args = parser.parse_args()
+    seconds, rounds = (0.7, 2) if args.quick else (1.5, 3)
+
+    from service.db import migrate
+
+    directory = Path(tempfile.mkdtemp(prefix="planner-http-bench-"))
+    url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
+    migrate(url)
+    python = sys.executable
+    bare_argv = [python, "-m", "uvicorn", "bench.bare:app", "--log-level", "warning"]
+    bare_argv.append("--no-access-log")
+    serve_argv = [python, "-m", "service", "serve"]
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    print(f"{'case':<30} {'bare req/s':>10} {'service':>9} {'ratio':>6} {'goal':>6}")
+    with server(bare_argv, {}) as bare, server(serve_argv, service_env(url, 1)) as one:
+        for name, mine, theirs, goal in CASES:
+            rate(bare, theirs, 0.3)  # warm both: first requests, caches, the catalogue
+            rate(one, mine, 0.3)
+            best_bare = best_service = 0.0
+            for _ in range(rounds):
+                best_bare = max(best_bare, rate(bare, theirs, seconds))
+                best_service = max(best_service, rate(one, mine, seconds))
+            ratio = best_service / best_bare
+            verdict = "ok" if ratio >= goal else "below"
+            print(
+                f"{name:<30} {best_bare:>10.0f} {best_service:>9.0f} {ratio:>6.2f} "
+                f">={goal:<4} {verdict}"
+            )
+        plan = post("/plan", PLAN)
+        single = max(rate(one, plan, seconds, 8, renew=RENEW) for _ in range(rounds))
+    with server(serve_argv, service_env(url, 2)) as two:
+        rate(two, plan, 0.5, 8, renew=RENEW)
+        double = max(rate(two, plan, seconds, 8, renew=RENEW) for _ in range(rounds))
+    print(
+        f"{'2 workers / 1, POST /plan':<30} {single:>10.0f} {double:>9.0f} "
+        f"{double / single:>6.2f} >=1.6  {'ok' if double / single >= 1.6 else 'below'}"
+    )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
