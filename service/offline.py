@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parent / "catalogue" / "data"
 SHIPPED: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
     (Interconnect, ("interconnects.json",)),
     (Gpu, ("gpus.json",)),
-    (Model, ("models.json", "models_0007.json", "models_0012.json")),  # 0002, 0007, 0012
+    (Model, ("models.json", "models_0007.json", "models_0012.json", "models_0013.json")),
     (Format, ("formats.json",)),
 )
 UPDATES: dict[type[Any], str] = {Model: "model_updates.json", Gpu: "gpu_updates.json"}

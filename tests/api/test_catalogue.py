@@ -131,7 +131,7 @@ async def test_list_filters_and_pages(client: Client) -> None:
     big = (await client.get("/gpus", params={"min_memory_bytes": 150 * 10**9})).json()
     assert sorted(g["slug"] for g in big["items"]) == ["b200", "gb200", "mi300x"]
     moe = (await client.get("/models", params={"moe": "true"})).json()
-    assert moe["total"] == 7  # 6 shipped by 0002, Qwen3-Next by 0007
+    assert moe["total"] == 9  # 6 shipped by 0002, Qwen3-Next by 0007, two GLMs by 0013
 
 
 async def test_vendor_filter_is_literal_text_ignoring_case(
@@ -264,7 +264,7 @@ async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
     # the same later corrections as the migrations, so every shipped model is the same spec.
     local = local_catalogue()
     page = (await client.get("/models", params={"limit": 100})).json()
-    assert len(page["items"]) == 18  # 16 from 0002, Qwen3-Next from 0007, Qwen3 14B from 0012
+    assert len(page["items"]) == 20  # 16 from 0002, Qwen3-Next 0007, Qwen3 14B 0012, GLM 0013
     for item in page["items"]:
         served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
         spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))

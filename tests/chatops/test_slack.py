@@ -216,7 +216,7 @@ async def test_gpus_and_models_list_the_catalogue(client: Client) -> None:
     assert gpus["text"] == "11 GPUs in the catalogue"
     assert "`h100-sxm` NVIDIA H100 SXM 80GB: 80.0 GB (74.5 GiB)" in everything(gpus)
     models = await ask(client, "models")
-    assert models["text"] == "18 models in the catalogue"
+    assert models["text"] == "20 models in the catalogue"
     assert "`llama-3.1-70b` Llama 3.1 70B: 70,553,706,496 parameters" in everything(models)
 
 
