@@ -43,12 +43,12 @@ def test_every_run_is_printed_once_with_its_split(capsys: pytest.CaptureFixture[
 
 
 def test_runs_the_catalogue_cannot_describe_are_skipped_with_the_reason() -> None:
-    # MI355 and GH200 are not catalogue GPUs; GLM-4.5-Air is not a catalogue model.
+    # MI355 and GH200 are not catalogue GPUs; Ministral 3 14B is not a catalogue model.
     by_run = {r.run: r for r in report()}
     assert by_run["vllm-recipes-llama-3.3-70b-rocm-mi355-vllm-fp8-tp1-c64"].skipped == (
         "GPU not in the catalogue"
     )
-    assert by_run["gpustack-glm-4.5-air-h100-vllm-glm-4.5-air-tp4-burst1000"].skipped == (
+    assert by_run["vllm-recipes-ministral-3-14b-mi300x-vllm-tp1-c32"].skipped == (
         "model not in the catalogue"
     )
 
