@@ -25,7 +25,7 @@ from service.sizing.offload import Offload
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
 SHIPPED: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
     (Interconnect, ("interconnects.json",)),
-    (Gpu, ("gpus.json",)),
+    (Gpu, ("gpus.json", "gpus_0013.json")),  # rows of migrations 0002 and 0013
     (Model, ("models.json", "models_0007.json", "models_0012.json", "models_0013.json")),
     (Format, ("formats.json",)),
 )

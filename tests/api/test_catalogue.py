@@ -124,7 +124,7 @@ async def test_unknown_slug_suggests_the_closest(client: Client) -> None:
 
 async def test_list_filters_and_pages(client: Client) -> None:
     page = (await client.get("/gpus", params={"limit": 2, "offset": 1})).json()
-    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 11)
+    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 12)
     assert [g["slug"] for g in page["items"]] == ["a100-80gb", "b200"]  # ordered by slug
     fp4 = (await client.get("/gpus", params={"fp4": "true"})).json()
     assert sorted(g["slug"] for g in fp4["items"]) == ["b200", "gb200"]
@@ -137,9 +137,9 @@ async def test_list_filters_and_pages(client: Client) -> None:
 async def test_vendor_filter_is_literal_text_ignoring_case(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    # The shipped catalogue: 10 NVIDIA GPUs and 1 AMD one; no vendor holds %, _ or \.
+    # The shipped catalogue: 11 NVIDIA GPUs (GH200: 0013) and 1 AMD; no vendor holds %, _ or \.
     nvidia = (await client.get("/gpus", params={"vendor": "nvidia"})).json()
-    assert nvidia["total"] == 10
+    assert nvidia["total"] == 11
     for wildcard in ("%", "_", "nvidi_", "NV%", "\\", "nvidia\\"):
         page = await client.get("/gpus", params={"vendor": wildcard})
         assert page.status_code == 200, (wildcard, page.text)

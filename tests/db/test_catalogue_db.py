@@ -41,7 +41,7 @@ async def test_shipped_row_counts(session: AsyncSession) -> None:
         for table in (Gpu, Interconnect, Model, Format)
     }
     assert counts == {
-        "gpus": 11,
+        "gpus": 12,  # 11 from migration 0002, GH200 from 0013
         "interconnects": 11,
         "models": 20,  # 16 from 0002, Qwen3-Next 0007, Qwen3 14B 0012, two GLMs 0013
         "number_formats": len(FORMATS),
