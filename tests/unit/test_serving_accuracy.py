@@ -13,10 +13,12 @@ from service.accuracy.serving import figures, load_runs, report
 
 HELD_OUT_FIGURES = (
     "held-out half, with the constants bench/serving_calibration.py fits on the calibration half "
-    "(step-by-step benchmark simulation, expert efficiency 0.2, 2 us a kernel, 160 us a running "
-    "sequence): 21 runs predicted (6 skipped: GPU or model not in the catalogue), median "
-    "|error| output tok/s 24%, mean TPOT 18%; both within 25%: 48% (calibration half: 13 runs, "
-    "19%, 15%, 54%). Before: 18 runs, 51%, 71%, 11%"
+    "(step-by-step benchmark simulation; 4 us a kernel, 160 us a running sequence; the experts' "
+    "grouped GEMMs at 0.7 x n / (n + 2) of the dense fractions with n tokens per expert): 23 "
+    "runs predicted (4 skipped: GPU or model not in the catalogue), median |error| output "
+    "tok/s 21%, mean TPOT 9%; both within 25%: 48% (calibration half: 22 runs, 21%, 19%, 36%). "
+    "Before GLM-4.5-Air, GLM-4.6 and GH200 shipped: 21 runs, 24%, 18%, 48% (calibration: 13 "
+    "runs, 19%, 15%, 54%); before the step simulation: 18 runs, 51%, 71%, 11%"
 )
 
 
