@@ -25,8 +25,9 @@ from service.sizing.offload import Offload
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
 SHIPPED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interconnects", ("interconnects.json",)),
-    ("gpus", ("gpus.json",)),
-    ("models", ("models.json", "models_0007.json", "models_0012.json")),  # 0002, 0007, 0012
+    ("gpus", ("gpus.json", "gpus_0013.json")),  # rows of migrations 0002 and 0013
+    # rows of migrations 0002, 0007, 0012 and 0013
+    ("models", ("models.json", "models_0007.json", "models_0012.json", "models_0013.json")),
     ("number_formats", ("formats.json",)),
 )
 UPDATES: dict[str, str] = {"models": "model_updates.json", "gpus": "gpu_updates.json"}

@@ -124,22 +124,22 @@ async def test_unknown_slug_suggests_the_closest(client: Client) -> None:
 
 async def test_list_filters_and_pages(client: Client) -> None:
     page = (await client.get("/gpus", params={"limit": 2, "offset": 1})).json()
-    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 11)
+    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 12)
     assert [g["slug"] for g in page["items"]] == ["a100-80gb", "b200"]  # ordered by slug
     fp4 = (await client.get("/gpus", params={"fp4": "true"})).json()
     assert sorted(g["slug"] for g in fp4["items"]) == ["b200", "gb200"]
     big = (await client.get("/gpus", params={"min_memory_bytes": 150 * 10**9})).json()
     assert sorted(g["slug"] for g in big["items"]) == ["b200", "gb200", "mi300x"]
     moe = (await client.get("/models", params={"moe": "true"})).json()
-    assert moe["total"] == 7  # 6 shipped by 0002, Qwen3-Next by 0007
+    assert moe["total"] == 9  # 6 shipped by 0002, Qwen3-Next by 0007, two GLMs by 0013
 
 
 async def test_vendor_filter_is_literal_text_ignoring_case(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    # The shipped catalogue: 10 NVIDIA GPUs and 1 AMD one; no vendor holds %, _ or \.
+    # The shipped catalogue: 11 NVIDIA GPUs (GH200: 0013) and 1 AMD; no vendor holds %, _ or \.
     nvidia = (await client.get("/gpus", params={"vendor": "nvidia"})).json()
-    assert nvidia["total"] == 10
+    assert nvidia["total"] == 11
     for wildcard in ("%", "_", "nvidi_", "NV%", "\\", "nvidia\\"):
         page = await client.get("/gpus", params={"vendor": wildcard})
         assert page.status_code == 200, (wildcard, page.text)
@@ -264,7 +264,7 @@ async def test_the_cli_catalogue_is_the_migrated_one(client: Client) -> None:
     # the same later corrections as the migrations, so every shipped model is the same spec.
     local = local_catalogue()
     page = (await client.get("/models", params={"limit": 100})).json()
-    assert len(page["items"]) == 18  # 16 from 0002, Qwen3-Next from 0007, Qwen3 14B from 0012
+    assert len(page["items"]) == 20  # 16 from 0002, Qwen3-Next 0007, Qwen3 14B 0012, GLM 0013
     for item in page["items"]:
         served = {k: v for k, v in item.items() if k in ModelSpec.__struct_fields__}
         spec = msgspec.json.decode(msgspec.json.encode(local.model(item["slug"])))

@@ -203,7 +203,7 @@ async def test_matrix_and_plan_list_csv_name_their_units(client: Client, priced:
         "77.503",
     )
     assert first["hourly_cost_cents"] == "1098"
-    assert len(lines) == 1 + 11  # one row per catalogue GPU
+    assert len(lines) == 1 + 12  # one row per catalogue GPU (12: GH200 from migration 0013)
 
 
 @pytest.mark.parametrize(

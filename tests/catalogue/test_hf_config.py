@@ -424,3 +424,34 @@ def test_a_specs_linear_matrices_are_the_configs_without_shared_experts(name: st
     layout = FAMILIES[model_type](Config(raw["text_config"] if model_type == "gemma3" else raw))
     matrices = sum(w.params for w in linear_weights(layout[0]) if w.kind != "shared_expert")
     assert decoder_linear_params(import_config(raw, name).spec) == matrices
+
+
+def test_glm_4_5_air_counts_its_dense_layer_shared_expert_and_biases() -> None:
+    # By hand from its config.json (hidden 4096, 46 layers, 96 query heads and 8 KV heads of
+    # 128, first_k_dense_replace 1 of FFN 10944, 128 routed experts of 1408 plus 1 shared,
+    # vocab 151552, untied): embedding = head = 151552 x 4096 = 620,756,992; attention per
+    # layer = q 4096 x 12288 + k, v 2 x 4096 x 1024 + o 12288 x 4096 + q/k/v biases
+    # (12288 + 2 x 1024) = 50,331,648 + 8,388,608 + 50,331,648 + 14,336 = 109,066,240, x 46 =
+    # 5,017,047,040; the dense layer 3 x 4096 x 10944 = 134,479,872; one expert 3 x 4096 x
+    # 1408 = 17,301,504: routed 45 x 128 x 17,301,504 = 99,656,663,040, shared 45 x
+    # 17,301,504 = 778,567,680; routers 45 x 4096 x 128 = 23,592,960; norms 46 x 2 x 4096 +
+    # 4096 = 380,928. Total 106,852,245,504 (published: 106B). Active, excluding the input
+    # embedding: total - 620,756,992 - 99,656,663,040 x (1 - 8/128) = 12,803,366,912.
+    imported = import_config(config("glm-4.5-air"), "glm-4.5-air")
+    spec = imported.spec
+    assert spec.total_params == 106_852_245_504
+    assert spec.active_params == 12_803_366_912
+    assert (spec.dense_layers, spec.dense_intermediate_size) == (1, 10944)
+    assert (spec.experts, spec.experts_per_token, spec.intermediate_size) == (128, 8, 1408)
+    assert spec.rotary_dim == 64  # partial_rotary_factor 0.5 of head_dim 128
+    assert imported.params.shared_experts == 778_567_680
+
+
+def test_glm_4_6_has_query_key_norms_and_three_dense_layers() -> None:
+    # Attention per layer at hidden 5120 (96 query heads, 8 KV heads of 128): q and o 2 x 5120
+    # x 12288 = 125,829,120, k and v 2 x 5120 x 1024 = 10,485,760, q/k/v biases 12288 + 2 x
+    # 1024 = 14,336, and use_qk_norm's two RMSNorms of head_dim 2 x 128 = 256: 136,329,472,
+    # x 92 layers = 12,542,311,424.
+    imported = import_config(config("glm-4.6"), "glm-4.6")
+    assert imported.params.attention == 12_542_311_424
+    assert (imported.spec.dense_layers, imported.spec.experts) == (3, 160)

@@ -62,4 +62,4 @@ def test_the_offline_specs_are_those_of_the_orm_rows() -> None:
             [e.spec for e in theirs.entries]
         ), table
     assert offline.prices() == orm.prices()
-    assert len(offline.gpus.entries) == 11 and len(offline.models.entries) == 18
+    assert len(offline.gpus.entries) == 12 and len(offline.models.entries) == 20

@@ -213,10 +213,10 @@ async def test_offload_answers_tokens_per_second(client: Client) -> None:
 
 async def test_gpus_and_models_list_the_catalogue(client: Client) -> None:
     gpus = await ask(client, "gpus")
-    assert gpus["text"] == "11 GPUs in the catalogue"
+    assert gpus["text"] == "12 GPUs in the catalogue"
     assert "`h100-sxm` NVIDIA H100 SXM 80GB: 80.0 GB (74.5 GiB)" in everything(gpus)
     models = await ask(client, "models")
-    assert models["text"] == "18 models in the catalogue"
+    assert models["text"] == "20 models in the catalogue"
     assert "`llama-3.1-70b` Llama 3.1 70B: 70,553,706,496 parameters" in everything(models)
 
 
@@ -276,4 +276,4 @@ async def test_a_warm_chat_command_reads_nothing_from_the_database(database_url:
     assert statements == []
     assert str(plan["text"]).startswith("*4 x H100 SXM")  # the display name, from the snapshot
     assert everything(matrix).count("\nh100-sxm ") == 1  # the matrix ran: one H100 line
-    assert gpus["text"] == "11 GPUs in the catalogue"
+    assert gpus["text"] == "12 GPUs in the catalogue"

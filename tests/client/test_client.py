@@ -60,7 +60,7 @@ def test_sync_client_answers_the_services_structs(base_url: str) -> None:
         assert (answer.gpu, answer.gpu_count, answer.spare_bytes) == ("h100-sxm", 4, 23_518_404_608)
         gpu = planner.gpu("h100")
         assert gpu.slug == "h100-sxm" and gpu.memory_bytes == 80 * 10**9
-        assert planner.gpus().total == 11 and planner.models().total == 18
+        assert planner.gpus().total == 12 and planner.models().total == 20
         assert planner.model("llama-3.1-70b").total_params == 70_553_706_496
 
 
@@ -76,14 +76,14 @@ async def test_async_client_matrix_and_offload(base_url: str) -> None:
         assert o.offloaded_bytes == 81_107_412_992
         csv_text = await planner.plan_csv(model="llama-3.1-70b")
         assert csv_text.splitlines()[0].startswith("rank,model,gpu,")
-        # The catalogue reads, async: the alias resolves; 11 GPUs and 18 models ship, so a
-        # page of 2 starting at 10 holds the last GPU only.
+        # The catalogue reads, async: the alias resolves; 12 GPUs and 20 models ship, so a
+        # page of 2 starting at 11 holds the last GPU only.
         gpu = await planner.gpu("h100")
         assert (gpu.slug, gpu.memory_bytes) == ("h100-sxm", 80 * 10**9)
         assert (await planner.model("llama-3.1-70b")).total_params == 70_553_706_496
-        page = await planner.gpus(limit=2, offset=10)
-        assert (page.total, len(page.items)) == (11, 1)
-        assert (await planner.models()).total == 18
+        page = await planner.gpus(limit=2, offset=11)
+        assert (page.total, len(page.items)) == (12, 1)
+        assert (await planner.models()).total == 20
 
 
 def test_errors_carry_the_problem(base_url: str) -> None:

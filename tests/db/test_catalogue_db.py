@@ -41,9 +41,9 @@ async def test_shipped_row_counts(session: AsyncSession) -> None:
         for table in (Gpu, Interconnect, Model, Format)
     }
     assert counts == {
-        "gpus": 11,
+        "gpus": 12,  # 11 from migration 0002, GH200 from 0013
         "interconnects": 11,
-        "models": 18,  # 16 from migration 0002, Qwen3-Next from 0007, Qwen3 14B from 0012
+        "models": 20,  # 16 from 0002, Qwen3-Next 0007, Qwen3 14B 0012, two GLMs 0013
         "number_formats": len(FORMATS),
     }
 
@@ -55,7 +55,7 @@ async def test_migrated_formats_equal_the_core(session: AsyncSession) -> None:
 
 async def test_every_model_is_consistent(session: AsyncSession) -> None:
     specs = await all_model_specs(session)
-    assert len(specs) == 18  # the shipped rows (test_shipped_row_counts)
+    assert len(specs) == 20  # the shipped rows (test_shipped_row_counts)
     for spec in specs:
         validate_model(spec)
 
@@ -184,7 +184,7 @@ def test_0008_adds_the_architecture_and_names_the_shipped_classes(database_url: 
         assert stored["llama-3.1-8b"] == "LlamaForCausalLM"
         assert stored["mixtral-8x22b"] == "MixtralForCausalLM"
         assert stored["gemma-3-27b"] == ""
-        assert sum(1 for a in stored.values() if a) == 16  # 18 shipped (0012: Qwen3 14B), 2 unknown
+        assert sum(1 for a in stored.values() if a) == 18  # 20 shipped (0012, 0013), 2 unknown
     finally:
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM models WHERE slug = 'mine-0008'"))

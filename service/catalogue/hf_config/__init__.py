@@ -3,6 +3,8 @@ turned into the core's architecture, exact parameter counts and checkpoint bytes
 
 Supported families are those whose layer code was checked against meta-device parameter counts
 (reference/models.md): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss,
+GLM-4.5/4.6 (glm4_moe: DeepSeek-V3's MoE layout over grouped-query attention, from
+transformers' ``modeling_glm4_moe.py``),
 Gemma 2 and Gemma 3 (text, and the multimodal wrapper with its SigLIP vision tower),
 Qwen2.5-VL (a Qwen2 decoder and its vision transformer, checked against vLLM 0.8.2's
 ``qwen2_5_vl.py``), and

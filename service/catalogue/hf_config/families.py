@@ -164,6 +164,27 @@ def _deepseek_v3(c: Config) -> Parsed:
     return arch, uniform("mla", arch.layers), 0
 
 
+def _glm4_moe(c: Config) -> Parsed:
+    """GLM-4.5 / 4.6 (``Glm4MoeForCausalLM``, transformers ``modeling_glm4_moe.py``, vLLM
+    ``glm4_moe.py``): grouped-query attention with q/k/v biases (attention_bias), no o_proj
+    bias, optional per-head q/k RMSNorms (use_qk_norm) and a partial rotary embedding; the
+    first first_k_dense_replace layers are dense, the others n_routed_experts routed experts
+    (top num_experts_per_tok) plus n_shared_experts shared ones of moe_intermediate_size. The
+    sigmoid router's e_score_correction_bias is a buffer, not a parameter (as in DeepSeek-V3)."""
+    experts = Experts(
+        routed=c.integer("n_routed_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        intermediate_size=c.integer("moe_intermediate_size"),
+        shared=c.integer("n_shared_experts", 0, minimum=0),
+        dense_layers=c.integer("first_k_dense_replace", 0, minimum=0),
+    )
+    attention = gqa(
+        c, qkv_bias=c.flag("attention_bias", False), qk_norm=c.flag("use_qk_norm", False)
+    )
+    arch = base(c, attention, tie=False, experts=experts)
+    return arch, uniform("full", arch.layers), 0
+
+
 def _gpt_oss(c: Config) -> Parsed:
     experts = Experts(
         routed=c.integer("num_local_experts"),
@@ -208,6 +229,7 @@ FAMILIES: dict[str, Callable[[Config], Parsed]] = {
     "deepseek_v2": _deepseek_v3,  # the same MLA + MoE layout (V2-Lite: no q LoRA, softmax router)
     "deepseek_v3": _deepseek_v3,
     "gpt_oss": _gpt_oss,
+    "glm4_moe": _glm4_moe,
     "gemma": _gemma,
     "gemma2": _gemma2,
     "gemma3_text": _gemma3_text,

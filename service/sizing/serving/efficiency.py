@@ -5,8 +5,9 @@ They belong to a GPU generation and an engine, never to a case. Two kinds:
 - the fractions of peak a large dense GEMM and a streaming read reach on a generation
   (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
   defined, with whether it was re-read ("verified") or not;
-- four serving constants that no datasheet gives (the per-step, per-kernel and per-sequence
-  overheads and the routed experts' kernel efficiency): fitted once, over the benchmark runs'
+- five serving constants that no datasheet gives (the per-step, per-kernel and per-sequence
+  overheads, the routed experts' kernel efficiency and the tokens per expert at which it
+  reaches half of it): fitted once, over the benchmark runs'
   calibration half only, by ``bench/serving_calibration.py`` (rerun it to reproduce them),
   never from a held-out run and never per run.
 """
@@ -51,7 +52,12 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     """Time per running sequence per step: the scheduler's and the sampler's per-request work."""
     expert_efficiency: float = 1.0
     """What the routed experts' grouped GEMMs reach of the dense fractions, in FLOPs and in
-    bytes (few tokens per expert, per-expert tiles, dequantisation in the kernel)."""
+    bytes, once each expert gets many tokens (per-expert tiles, dequantisation in the kernel)."""
+    expert_half_tokens: float = 0.0
+    """Tokens per touched expert at which the grouped GEMMs reach half of
+    ``expert_efficiency`` (0: always all of it). Each expert's tile costs a fixed part (its
+    scheduling, the first loads of its weights, M padded to the kernel's block) plus a part per
+    token; with n tokens per expert the kernel reaches n / (n + this) of its peak fraction."""
 
 
 FLOPS_FRACTION: dict[Generation, float] = {
@@ -86,10 +92,11 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
 }
 
 STEP_OVERHEAD_S = 0.0
-KERNEL_OVERHEAD_S = 2e-6
+KERNEL_OVERHEAD_S = 4e-6
 SEQUENCE_OVERHEAD_S = 160e-6
-EXPERT_EFFICIENCY = 0.2
-"""The four fitted constants (bench/serving_calibration.py, calibration half only)."""
+EXPERT_EFFICIENCY = 0.7
+EXPERT_HALF_TOKENS = 2.0
+"""The five fitted constants (bench/serving_calibration.py, calibration half only)."""
 
 LAYER_OVERHEAD_S = 0.0
 """Not fitted: the per-kernel overhead, with each layer type's kernel count, replaces it."""
@@ -124,6 +131,7 @@ def efficiency_for(
     kernel_overhead_s: float | None = None,
     sequence_overhead_s: float | None = None,
     expert_efficiency: float | None = None,
+    expert_half_tokens: float | None = None,
 ) -> Efficiency:
     """The factors of a GPU generation (named by the catalogue's ``architecture``) and an
     engine; the keyword arguments replace the fitted constants (the calibration script's
@@ -146,4 +154,5 @@ def efficiency_for(
         kernel_overhead_s=pick(kernel_overhead_s, KERNEL_OVERHEAD_S),
         sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
         expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
+        expert_half_tokens=pick(expert_half_tokens, EXPERT_HALF_TOKENS),
     )

@@ -12,8 +12,9 @@ max_num_batched_tokens) and one token for each of ``decode_sequences`` running s
   the tensor-parallel all-reduces (two per layer, Megatron's split: after attention and after
   the MLP; a ring moves 2 (t-1)/t of the message over the link) and the engine's fixed
   overheads (per step, per kernel launched, per layer and per running sequence);
-- an MoE's routed experts run as grouped GEMMs over few tokens per expert, at
-  ``expert_efficiency`` x the dense fractions, in FLOPs and in bytes alike.
+- an MoE's routed experts run as grouped GEMMs at ``expert_fraction`` of the dense fractions,
+  in FLOPs and in bytes alike: a fixed cost per expert tile amortised over the tokens each
+  touched expert gets (T x k / the experts T tokens touch).
 """
 
 from typing import Literal
@@ -73,6 +74,15 @@ class StepTime(msgspec.Struct, frozen=True, kw_only=True):
     flops: float
 
 
+def expert_fraction(eff: Efficiency, tokens_per_expert: float) -> float:
+    """What the grouped GEMMs reach of the dense fractions with ``tokens_per_expert`` tokens on
+    each touched expert: ``expert_efficiency`` x n / (n + ``expert_half_tokens``)."""
+    half = eff.expert_half_tokens
+    if half <= 0:
+        return eff.expert_efficiency
+    return eff.expert_efficiency * tokens_per_expert / (tokens_per_expert + half)
+
+
 def step_time(
     costs: StepCosts,
     eff: Efficiency,
@@ -102,7 +112,7 @@ def step_time(
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
     # attention (KV, attention FLOPs); each is bound by the larger of its two times.
     expert_flops = tokens * costs.expert_flops_per_token
-    x = eff.expert_efficiency
+    x = expert_fraction(eff, tokens * costs.experts_per_token / touched if touched else 0.0)
     dense = max((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
     grouped = max(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
     linear = dense + grouped

@@ -13,10 +13,12 @@ from service.accuracy.serving import figures, load_runs, report
 
 HELD_OUT_FIGURES = (
     "held-out half, with the constants bench/serving_calibration.py fits on the calibration half "
-    "(step-by-step benchmark simulation, expert efficiency 0.2, 2 us a kernel, 160 us a running "
-    "sequence): 21 runs predicted (6 skipped: GPU or model not in the catalogue), median "
-    "|error| output tok/s 24%, mean TPOT 18%; both within 25%: 48% (calibration half: 13 runs, "
-    "19%, 15%, 54%). Before: 18 runs, 51%, 71%, 11%"
+    "(step-by-step benchmark simulation; 4 us a kernel, 160 us a running sequence; the experts' "
+    "grouped GEMMs at 0.7 x n / (n + 2) of the dense fractions with n tokens per expert): 23 "
+    "runs predicted (4 skipped: GPU or model not in the catalogue), median |error| output "
+    "tok/s 21%, mean TPOT 9%; both within 25%: 48% (calibration half: 22 runs, 21%, 19%, 36%). "
+    "Before GLM-4.5-Air, GLM-4.6 and GH200 shipped: 21 runs, 24%, 18%, 48% (calibration: 13 "
+    "runs, 19%, 15%, 54%); before the step simulation: 18 runs, 51%, 71%, 11%"
 )
 
 
@@ -43,12 +45,12 @@ def test_every_run_is_printed_once_with_its_split(capsys: pytest.CaptureFixture[
 
 
 def test_runs_the_catalogue_cannot_describe_are_skipped_with_the_reason() -> None:
-    # MI355 and GH200 are not catalogue GPUs; GLM-4.5-Air is not a catalogue model.
+    # MI355 and GH200 are not catalogue GPUs; Ministral 3 14B is not a catalogue model.
     by_run = {r.run: r for r in report()}
     assert by_run["vllm-recipes-llama-3.3-70b-rocm-mi355-vllm-fp8-tp1-c64"].skipped == (
         "GPU not in the catalogue"
     )
-    assert by_run["gpustack-glm-4.5-air-h100-vllm-glm-4.5-air-tp4-burst1000"].skipped == (
+    assert by_run["vllm-recipes-ministral-3-14b-mi300x-vllm-tp1-c32"].skipped == (
         "model not in the catalogue"
     )
 

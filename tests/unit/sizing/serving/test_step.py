@@ -115,6 +115,47 @@ def test_a_moe_step_reads_only_the_experts_its_tokens_touch() -> None:
     assert t.total_s == pytest.approx(4.845771e-3, rel=1e-5)
 
 
+def test_the_experts_kernels_gain_efficiency_with_tokens_per_expert() -> None:
+    # The MoE of the test above, with expert_efficiency 0.7 and expert_half_tokens 2. Two
+    # decode tokens touch 15.5 experts: 2 x 8 / 15.5 = 1.032258 tokens each, so the grouped
+    # GEMMs reach 0.7 x 1.032258 / (1.032258 + 2) = 0.238298 of the dense fractions. Experts
+    # 15.5 x 1e8 B / (3.015e12 x 0.238298) = 2.157372 ms (their FLOPs, 2 x 0 here, do not
+    # count: expert_flops_per_token is 0); dense 1e9 / 3.015e12 = 0.331675 ms; + 4 ms.
+    # At 10,000 tokens all 128 experts: 10,000 x 8 / 128 = 625 tokens each, 0.7 x 625 / 627 =
+    # 0.697767: 128 x 1e8 / (3.015e12 x 0.697767) = 6.084321 ms; the dense GEMMs'
+    # 10,000 x 1e9 FLOPs / 692.3e12 = 14.444605 ms outweigh their bytes; + 4 ms.
+    eff = Efficiency(
+        flops_fraction=0.7,
+        bandwidth_fraction=0.9,
+        step_overhead_s=0.004,
+        allreduce_latency_s=0.0,
+        expert_efficiency=0.7,
+        expert_half_tokens=2.0,
+    )
+    moe = StepCosts(
+        tensor_parallel=1,
+        layers=1,
+        hidden_size=1024,
+        dense_weight_bytes=10**9,
+        expert_bytes_per_expert=10**8,
+        experts=128,
+        experts_per_token=8,
+        flops_per_token=1e9,
+        attention_flops_per_context_token=0,
+        kv_bytes_per_token=0,
+        peak_flops_per_s=H100["peak_flops_per_s"],
+        hbm_bytes_per_s=H100["hbm_bytes_per_s"],
+    )
+    few = step_time(
+        moe, eff, prefill_tokens=0, prefill_context=0, decode_sequences=2, decode_context=0
+    )
+    assert few.total_s == pytest.approx((0.331675 + 2.157372 + 4) * 1e-3, rel=1e-5)
+    many = step_time(
+        moe, eff, prefill_tokens=0, prefill_context=0, decode_sequences=10_000, decode_context=0
+    )
+    assert many.total_s == pytest.approx((14.444605 + 6.084321 + 4) * 1e-3, rel=1e-5)
+
+
 def test_the_layer_overhead_counts_once_per_layer_per_step() -> None:
     # 36 layers x 100 us = 3.6 ms on top of the 4 ms per step.
     eff = Efficiency(
