@@ -1,9 +1,9 @@
 """A typical POST /verify body for the benchmarks: a 200-line vLLM start-up log.
 
-The collected cases keep only the lines that matter (tests/data/vllm_logs); a pasted log also
-carries the shard-loading progress, torch.compile and CUDA-graph lines in between. This one is
-the 14 lines of a real Llama 3.1 8B start-up on an H200 (vLLM 0.24.0) with 186 such lines around
-them, in the order vLLM prints them.
+The collected cases keep only the lines that matter (service/accuracy/cases/vllm_logs); a
+pasted log also carries the shard-loading progress, torch.compile and CUDA-graph lines in
+between. This one is the 14 lines of a real Llama 3.1 8B start-up on an H200 (vLLM 0.24.0)
+with 186 such lines around them, in the order vLLM prints them.
 """
 
 import json
@@ -12,7 +12,7 @@ from typing import Any
 
 CASE = (
     Path(__file__).resolve().parents[1]
-    / "tests/data/vllm_logs/h200own-vllm0.24.0-llama-3.1-8b.json"
+    / "service/accuracy/cases/vllm_logs/h200own-vllm0.24.0-llama-3.1-8b.json"
 )
 PREFIX = "(EngineCore pid=2109) "
 LINES = 200
