@@ -10,13 +10,16 @@ from typing import Annotated, Any
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
+from litestar.serialization import encode_json
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
 from service.api.guards import open_unless_required
-from service.api.negotiation import CSV, MARKDOWN, SVG, also_served_as, wants
+from service.api.negotiation import CSV, JSON, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
 from service.catalogue import lookup
+from service.catalogue.lookup import serving_snapshot
+from service.catalogue.memory import Snapshot
 from service.catalogue.prices import gpu_prices
 from service.observability import note_outcome
 from service.plans.compute import answer_matrix, answer_offload
@@ -130,7 +133,30 @@ def _rendered(wanted: str, *args: Any) -> "CostedMatrix | str":
     return m
 
 
+DEFAULT_MATRIX = MatrixRequest()
+"""GET /matrix without parameters: the whole catalogue, the default formats and workload."""
+
+_default_matrix: list[tuple[Snapshot, bytes]] = []
+"""The default matrix as JSON for the one snapshot it was computed from: the matrix is a pure
+function of the request and the catalogue, and a snapshot never changes (a new catalogue is a
+new snapshot), so it is computed and encoded once per snapshot."""
+
+
 async def _matrix(
+    request: Request[Any, Any, Any], session: AsyncSession, data: MatrixRequest
+) -> Response[Any]:
+    if data == DEFAULT_MATRIX and wants(request, MARKDOWN, CSV) == JSON:
+        snapshot = await serving_snapshot()
+        if snapshot is not None:
+            if not _default_matrix or _default_matrix[0][0] is not snapshot:
+                answer = (await _computed_matrix(request, session, data)).content
+                encoded = encode_json(answer, request.route_handler.default_serializer)
+                _default_matrix[:] = [(snapshot, encoded)]
+            return Response(_default_matrix[0][1], media_type=JSON)
+    return await _computed_matrix(request, session, data)
+
+
+async def _computed_matrix(
     request: Request[Any, Any, Any], session: AsyncSession, data: MatrixRequest
 ) -> Response[Any]:
     # Each name looked up once: repeats are dropped (first-seen order) before the core sees them.

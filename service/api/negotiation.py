@@ -15,6 +15,7 @@ guards), so nothing is parsed or computed for a request it refuses:
 """
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -176,15 +177,22 @@ def _depth_and_keys(decoded: Any) -> tuple[int, int]:
     return depth, keys
 
 
+_KEY_COLON = re.compile(rb'"[ \t\n\r]*:')
+"""A quote, JSON whitespace, a colon: how every key ends (and, rarely, a string's ``\\":``)."""
+
+
 def check_json_shape(body: bytes, decoded: Any) -> None:
     """400 when ``decoded`` (``body``, decoded) nests deeper than MAX_JSON_DEPTH or one of its
     objects had a key twice. Each key is followed by a colon, so when the body has no more
     colons than the decoded objects have keys, none was repeated; only otherwise (colons in
-    strings, or a repeat) is the body parsed again, pair by pair, to name the key."""
+    strings, or a repeat) is the body parsed again, pair by pair, to name the key. Only the
+    colons that follow a quote are counted: a key's colon always does (past JSON whitespace),
+    so the count never falls short of the keys written, and a log pasted in a string (its
+    timestamps' colons) does not force the second parse."""
     depth, keys = _depth_and_keys(decoded)
     if depth > MAX_JSON_DEPTH:
         raise _too_deep()
-    if body.count(b":") <= keys:
+    if body.count(b":") <= keys or len(_KEY_COLON.findall(body)) <= keys:
         return
     try:
         json.loads(body, object_pairs_hook=_refuse_duplicates)

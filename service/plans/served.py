@@ -63,6 +63,12 @@ INLINE_LAYOUTS = 16
 """A seed plan on one GPU lays the model out on at most this many splits (the default ladder
 is 6): tens of microseconds, less than the hop to a worker thread, so it runs on the loop."""
 
+INLINE_PREDICTIONS = 8
+"""A vllm plan on one GPU predicts at most this many splits (the default ladder is 4 inside an
+8-GPU node): about 60 us a prediction the first time, a few microseconds once remembered
+(``predict_vllm``), so it runs on the loop too: under a millisecond at worst (0.7 ms for
+DeepSeek-V3 on H100 with eight splits, none remembered)."""
+
 
 async def answer_where_cheap(
     data: PlanRequest,
@@ -72,14 +78,14 @@ async def answer_where_cheap(
     kv: NumberFormat,
     prices: dict[str, GpuPrice],
 ) -> "PlanAnswer | TrainingAnswer":
-    """answer_plan on the loop when it is as cheap as one seed plan on one GPU, else in a
-    worker thread (service.plans.threads: a ranking, training or vllm plan never holds up the
+    """answer_plan on the loop when it is as cheap as a plan on one GPU, else in a worker
+    thread (service.plans.threads: a ranking, training or traffic plan never holds up the
     other requests)."""
     cheap = (
-        data.method == "seed"
-        and data.workload == "inference"
+        data.workload == "inference"
         and len(gpus) == 1
-        and len(data.splits or ()) <= INLINE_LAYOUTS
+        and len(data.splits or ())
+        <= (INLINE_LAYOUTS if data.method == "seed" else INLINE_PREDICTIONS)
         and data.traffic is None  # a traffic plan predicts every layout's serving curve
     )
     if cheap:

@@ -116,4 +116,4 @@ def stage_layers(model: ModelSpec, pipeline_parallel: int) -> list[tuple[LayerTy
 def even_shares(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` integers that differ by at most one and sum exactly."""
     base, extra = divmod(total, parts)
-    return [base + 1 if i < extra else base for i in range(parts)]
+    return [base + 1] * extra + [base] * (parts - extra)

@@ -12,6 +12,7 @@ The workload a plan holds is ``service.sizing.workload``; options on several GPU
 ``service.sizing.ranking``.
 """
 
+import functools
 from typing import Literal
 
 import msgspec
@@ -400,6 +401,7 @@ def plan_split(
     return _finish(model, gpu, weight_format, kv_format, workload, layout, [])
 
 
+@functools.lru_cache(maxsize=1024)
 def plan(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -411,6 +413,10 @@ def plan(
 
     When none does, the answer is the largest valid split, marked does_not_fit, naming the
     smallest split of the larger ladder that would hold it (``smallest_fitting_split``).
+
+    Remembered per arguments, all frozen Structs (the same plans come back request after
+    request, and a ranking plans every GPU); the plan is shared: callers read it and build
+    their answers from it, never changing its lists.
     """
     validate_inputs(model, gpu, workload)
     considered: list[SplitAttempt] = []

@@ -336,7 +336,12 @@ def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
     return gpus
 
 
-_SETTINGS = [*(("s", n, p) for n, p in _CONFIG.items()), *(("f", n, p) for n, p in _FLAGS.items())]
+_SETTINGS = [
+    *((f"s:{n}", n, p) for n, p in _CONFIG.items()),
+    *((f"f:{n}", n, p) for n, p in _FLAGS.items()),
+]
+_KEYED_PATTERNS = [(f"p:{name}", name, pattern) for name, pattern in _PATTERNS.items()]
+"""The patterns with the keys their lines are marked with (built once, not per line)."""
 
 
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
@@ -354,8 +359,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
         if here is None:  # no pattern can match it: nothing below would happen
             continue
         hit = False
-        for name, pattern in _PATTERNS.items():
-            if f"p:{name}" not in here:
+        for key, name, pattern in _KEYED_PATTERNS:
+            if key not in here:
                 continue
             m = pattern.search(line)
             if not m:
@@ -383,8 +388,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             elif name == "v0_too_small":
                 found["failed"] = True
                 found.setdefault("failure", line.strip())
-        for group, name, pattern in _SETTINGS:
-            if name in found or f"{group}:{name}" not in here:
+        for key, name, pattern in _SETTINGS:
+            if name in found or key not in here:
                 continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
             if m:

@@ -243,3 +243,31 @@ async def test_a_malformed_currency_is_400_naming_it(
 async def test_prices_need_an_admin(client: Client) -> None:
     response = await set_prices(client, {}, "l40s", currency="USD", hourly_price_cents=1)
     assert response.status_code == 401
+
+
+async def test_the_default_matrix_is_costed_again_after_a_price_changes(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    # GET /matrix without parameters is computed once per catalogue snapshot; a price
+    # written through the API makes a new snapshot, so the next default matrix has it.
+    def h100_cell(matrix: Any) -> Any:
+        row = next(
+            r
+            for r in matrix["rows"]
+            if r["model"] == "llama-3.1-70b" and r["weight_format"] == "bf16"
+        )
+        return next(c for c in row["cells"] if c["gpu"] == "h100-sxm")
+
+    original = (await client.get("/gpus/h100-sxm")).json()
+    before = h100_cell((await client.get("/matrix")).json())
+    try:
+        response = await set_prices(
+            client, admin_headers, "h100-sxm", currency="USD", hourly_price_cents=301
+        )
+        assert response.status_code == 200, response.text
+        after = h100_cell((await client.get("/matrix")).json())
+        # 4 H100s (the module docstring's workload) x 3.01/h = 12.04/h.
+        assert after["gpu_count"] == 4 and after["cost"]["hourly_cost_cents"] == 1_204
+        assert before["cost"] is None or before["cost"]["hourly_cost_cents"] != 1_204
+    finally:
+        await client.put("/gpus/h100-sxm", json=original, headers=admin_headers)

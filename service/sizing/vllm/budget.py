@@ -128,10 +128,15 @@ def stage_weights(
         # for a layer offloaded whole).
         checkpoint = [size - mla_extra for size in stage_layers]
         offloaded = offloaded_layer_bytes(checkpoint, config.cpu_offload_bytes)
-        stage_bytes = sum(
-            kept - off + (mla_extra if off < kept else 0)
-            for kept, off in zip(checkpoint, offloaded, strict=True)
-        )
+        if config.cpu_offload_bytes > 0:
+            stage_bytes = sum(
+                kept - off + (mla_extra if off < kept else 0)
+                for kept, off in zip(checkpoint, offloaded, strict=True)
+            )
+        else:  # nothing offloaded: every layer kept, MLA's copies where a layer has bytes
+            stage_bytes = sum(checkpoint)
+            if mla_extra:
+                stage_bytes += mla_extra * sum(1 for kept in checkpoint if kept > 0)
         first, last = index == 0, index == pp - 1
         weights = stage_bytes + edge * (first + (last or head_everywhere)) + rope
         weights += (lora.vocab_first + lora.embedding) * first

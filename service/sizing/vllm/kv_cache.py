@@ -7,6 +7,8 @@ recurrent state per request, the attention block raised until a page holds it). 
 sliding layers are grouped in equal-size groups (the hybrid manager), each KV tensor shared by
 one layer of every group, so a block costs group size x page."""
 
+from collections import Counter
+
 import msgspec
 
 from service.sizing.errors import require
@@ -88,8 +90,8 @@ def kv_groups(layers: tuple[LayerType, ...]) -> KvCacheGroups:
     spec type (full attention and MLA; sliding window; linear attention's mamba state), in
     groups of equal size, the smallest type count (or the largest one when it is under 1.5x
     the smallest); a single type is one group of every layer."""
-    full = sum(1 for t in layers if t in ("full", "mla"))
-    sliding = sum(1 for t in layers if t == "sliding")
+    full = layers.count("full") + layers.count("mla")
+    sliding = layers.count("sliding")
     linear = len(layers) - full - sliding
     present = [n for n in (full, sliding, linear) if n]
     if len(present) == 1:
@@ -147,11 +149,15 @@ class KvLayout(msgspec.Struct, frozen=True, kw_only=True):
 
     def request_bytes(self, layers: tuple[LayerType, ...]) -> int:
         """The KV bytes one request of max_model_len needs on a stage of ``layers``."""
+        counts = Counter(layers)  # the same bytes for every layer of a kind
         return sum(
-            self.page_bytes(layers)
-            if kind == "linear"
-            else self.block_size * self.blocks_of(kind) * self.bytes_per_token[kind]
-            for kind in layers
+            count
+            * (
+                self.page_bytes(layers)
+                if kind == "linear"
+                else self.block_size * self.blocks_of(kind) * self.bytes_per_token[kind]
+            )
+            for kind, count in counts.items()
         )
 
 

@@ -12,6 +12,8 @@ the checkpoint's layout (16-bit, FP8 linear layers, 4-bit, bitsandbytes, MXFP4 e
 padded per-rank layout of the MoE backend vLLM picks; see ``weights``).
 """
 
+import functools
+
 import msgspec
 
 from service.sizing.errors import SizingError, require
@@ -166,10 +168,15 @@ def _log_lines(
     ]
 
 
+@functools.lru_cache(maxsize=1024)
 def predict_vllm(
     model: ModelSpec, gpu: GpuSpec, config: EngineConfig | None = None
 ) -> EnginePrediction:
-    """What vLLM will log at start-up for this model on ``gpu`` with ``config``."""
+    """What vLLM will log at start-up for this model on ``gpu`` with ``config``.
+
+    Remembered per (model, GPU, config), all three frozen Structs: a vllm plan predicts every
+    split of its ladder and /verify the split its log echoes, the same ones request after
+    request. The prediction is shared: callers read it and never change its lists."""
     config = config or EngineConfig()
     _validate(model, config)
     rules = release_rules(config.era, config.release)

@@ -7,6 +7,7 @@ releases fall into accounting eras (``EngineEra``), the unit a caller names when
 release, and what the API calls ``engine_version``.
 """
 
+import functools
 import re
 from typing import Literal
 
@@ -303,6 +304,7 @@ def resolved_release(era: EngineEra, release: Release | None) -> Release:
     return last_of(era).first
 
 
+@functools.lru_cache(maxsize=256)
 def release_rules(era: EngineEra, release: Release | None) -> ReleaseRules:
     """The rules of ``release`` inside ``era`` (``resolved_release``): what every rule of the
     budget reads."""

@@ -136,11 +136,13 @@ def layer_weight_bytes(model: ModelSpec, body_bytes: int, config: EngineConfig) 
     )
     low_rank = ceil_div(low_rank_params * num, den)
     mla = mla_extra_bytes(model, config) if model.kv_lora_rank else 0
-    for i in range(layers):
-        has_router = i >= model.dense_layers
-        per_layer[i] += low_rank - ceil_div(low_rank, tp) + (router_extra if has_router else 0)
-        per_layer[i] += mla
-    return per_layer
+    # The same extra on every layer of a kind (summed once, not per layer).
+    extra = low_rank - ceil_div(low_rank, tp) + mla
+    routed = extra + router_extra
+    dense_count = min(model.dense_layers, layers)
+    return [size + extra for size in per_layer[:dense_count]] + [
+        size + routed for size in per_layer[dense_count:]
+    ]
 
 
 def rope_cache_bytes(model: ModelSpec, value_bytes: int = 2) -> int:
@@ -164,6 +166,8 @@ def offloaded_layer_bytes(layer_bytes: list[int], budget: int) -> list[int]:
     whole until the budget is spent, so layers before the one that crosses it go entirely and
     that one in part (to within one parameter, not modelled). Embeddings, the LM head, norms
     outside the layers and buffers (the rotary caches) stay on the GPU."""
+    if budget <= 0:  # no --cpu-offload-gb (the default): nothing moves
+        return [0] * len(layer_bytes)
     offloaded: list[int] = []
     left = budget
     for size in layer_bytes:
