@@ -117,3 +117,14 @@ def even_shares(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` integers that differ by at most one and sum exactly."""
     base, extra = divmod(total, parts)
     return [base + 1] * extra + [base] * (parts - extra)
+
+
+def describe_split(split: Split) -> str:
+    """'16 GPUs (tensor parallel 8 x 2 pipeline stages, 2 nodes)'."""
+    gpus = f"{split.gpu_count} GPU{'s' if split.gpu_count > 1 else ''}"
+    if split.nodes == 1:
+        return f"{gpus} (tensor parallel {split.tensor_parallel}, 1 node)"
+    return (
+        f"{gpus} (tensor parallel {split.tensor_parallel} x {split.pipeline_parallel} pipeline "
+        f"stages, {split.nodes} nodes)"
+    )

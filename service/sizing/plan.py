@@ -31,6 +31,7 @@ from service.sizing.kv import stage_shapes
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import (
     Split,
+    describe_split,
     even_shares,
     split_for,
     split_problem,
@@ -480,17 +481,6 @@ def smallest_fitting_split(
         if layout.per_gpu.spare_bytes >= 0:
             return split
     return None
-
-
-def describe_split(split: Split) -> str:
-    """'16 GPUs (tensor parallel 8 x 2 pipeline stages, 2 nodes)'."""
-    gpus = f"{split.gpu_count} GPU{'s' if split.gpu_count > 1 else ''}"
-    if split.nodes == 1:
-        return f"{gpus} (tensor parallel {split.tensor_parallel}, 1 node)"
-    return (
-        f"{gpus} (tensor parallel {split.tensor_parallel} x {split.pipeline_parallel} pipeline "
-        f"stages, {split.nodes} nodes)"
-    )
 
 
 def plan_if_splittable(
