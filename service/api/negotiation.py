@@ -181,6 +181,11 @@ _KEY_COLON = re.compile(rb'"[ \t\n\r]*:')
 """A quote, JSON whitespace, a colon: how every key ends (and, rarely, a string's ``\\":``)."""
 
 
+_COUNT_COLONS_BELOW = 4096
+"""Bodies up to this many bytes first count every colon (it rarely exceeds their keys); a
+longer one (a pasted log, its timestamps full of colons) goes straight to the regex count."""
+
+
 def check_json_shape(body: bytes, decoded: Any) -> None:
     """400 when ``decoded`` (``body``, decoded) nests deeper than MAX_JSON_DEPTH or one of its
     objects had a key twice. Each key is followed by a colon, so when the body has no more
@@ -192,7 +197,9 @@ def check_json_shape(body: bytes, decoded: Any) -> None:
     depth, keys = _depth_and_keys(decoded)
     if depth > MAX_JSON_DEPTH:
         raise _too_deep()
-    if body.count(b":") <= keys or len(_KEY_COLON.findall(body)) <= keys:
+    if len(body) <= _COUNT_COLONS_BELOW and body.count(b":") <= keys:
+        return  # a small body: counting every colon is cheaper than the regex, and suffices
+    if len(_KEY_COLON.findall(body)) <= keys:
         return
     try:
         json.loads(body, object_pairs_hook=_refuse_duplicates)
