@@ -22,6 +22,7 @@ import msgspec
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.engines import limits_for_engine
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -57,16 +58,6 @@ MODEL_SLUGS: dict[str, str] = {
 }
 """Served Hugging Face id -> the catalogue model of the same architecture (an -FP8 repository is
 the same model in another format; Llama 3.3 70B has Llama 3.1 70B's shape)."""
-
-ENGINE_LIMITS: dict[str, tuple[int, int]] = {
-    # SGLang: max_running_requests unset -> bounded by its token pool, chunked_prefill_size
-    # 8192 on 80 GB+ GPUs (sglang server_args.py defaults).
-    "sglang": (4096, 8192),
-    # trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
-    "tensorrt-llm": (2048, 8192),
-}
-"""(max running sequences, tokens per step) of the engines other than vLLM, whose own come from
-the vLLM method's release defaults. The KV pool is the vLLM method's for every engine."""
 
 NON_VLLM_CHECKED_LEN = 4096
 """SGLang and TensorRT-LLM do not refuse to start when one request of the model's whole context
@@ -204,13 +195,8 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         limits = engine_limits(deployment, prediction)
     except SizingError as exc:
         return f"{exc.field}: {exc.message}"
-    if run["engine"] in ENGINE_LIMITS:
-        engine_seqs, engine_tokens = ENGINE_LIMITS[run["engine"]]
-        limits = EngineLimits(
-            max_num_seqs=engine_seqs,
-            max_num_batched_tokens=engine_tokens,
-            kv_pool_tokens=limits.kv_pool_tokens,
-        )
+    # Another engine runs its own batch limits (the serve command's flags are vLLM's).
+    limits = limits_for_engine(limits, run["engine"])
     return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
 
 

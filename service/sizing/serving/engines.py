@@ -5,8 +5,8 @@ apply: (max running sequences, tokens per step).
   on 80 GB+ GPUs (sglang ``server_args.py`` defaults);
 - trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
 
-The KV pool is the vLLM method's for every engine. (The same figures as the accuracy harness's
-``ENGINE_LIMITS``.)
+The KV pool is the vLLM method's for every engine. The accuracy harness and the /speed and
+traffic answers read these figures from here.
 """
 
 from service.sizing.serving.efficiency import Engine
