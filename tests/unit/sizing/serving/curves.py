@@ -1,7 +1,26 @@
 """Synthetic replica curves whose figures follow by hand."""
 
 from service.sizing.serving.curve import Curve
+from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.loop import ServingPrediction
+from service.sizing.serving.step import StepCosts
+
+FREE = StepCosts(
+    tensor_parallel=1,
+    layers=1,
+    hidden_size=1,
+    dense_weight_bytes=0,
+    flops_per_token=0,
+    attention_flops_per_context_token=0,
+    kv_bytes_per_token=0,
+    peak_flops_per_s=1e15,
+    hbm_bytes_per_s=1e12,
+)
+"""A step that costs nothing but its fixed overhead: no weights, FLOPs or KV."""
+TEN_MS = Efficiency(
+    flops_fraction=1, bandwidth_fraction=1, step_overhead_s=0.01, allreduce_latency_s=0
+)
+"""Every step takes 10 ms (with FREE)."""
 
 
 def linear(

@@ -4,7 +4,6 @@ overhead (no weights, no FLOPs), so every figure follows by hand."""
 import pytest
 
 from service.sizing.errors import SizingError
-from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.loop import (
     EngineLimits,
     Workload,
@@ -12,22 +11,7 @@ from service.sizing.serving.loop import (
     closed_loop,
     open_loop,
 )
-from service.sizing.serving.step import StepCosts
-
-FREE = StepCosts(
-    tensor_parallel=1,
-    layers=1,
-    hidden_size=1,
-    dense_weight_bytes=0,
-    flops_per_token=0,
-    attention_flops_per_context_token=0,
-    kv_bytes_per_token=0,
-    peak_flops_per_s=1e15,
-    hbm_bytes_per_s=1e12,
-)
-TEN_MS = Efficiency(
-    flops_fraction=1, bandwidth_fraction=1, step_overhead_s=0.01, allreduce_latency_s=0
-)
+from tests.unit.sizing.serving.curves import FREE, TEN_MS
 
 
 def limits(seqs: int = 1024, kv: int = 10**9, budget: int = 8192) -> EngineLimits:

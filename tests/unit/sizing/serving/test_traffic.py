@@ -7,9 +7,7 @@ import pytest
 from service.sizing.cost import GpuPrice
 from service.sizing.errors import SizingError
 from service.sizing.serving.curve import Curve
-from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.loop import EngineLimits
-from service.sizing.serving.step import StepCosts
 from service.sizing.serving.traffic import (
     Candidate,
     CurveFor,
@@ -21,7 +19,8 @@ from service.sizing.serving.traffic import (
     plan_traffic,
     traffic_cost,
 )
-from tests.unit.sizing.serving.curves import linear
+from tests.unit.sizing.serving.curves import FREE as COSTS
+from tests.unit.sizing.serving.curves import TEN_MS, linear
 
 
 def usd(cents: int) -> GpuPrice:
@@ -171,22 +170,6 @@ def test_a_layout_whose_one_replica_ranks_after_the_best_is_not_evaluated() -> N
     assert plan.chosen is not None and plan.chosen.gpu_count == 5
     assert plan.skipped == ["TP8 on H100"]
     assert [o.tensor_parallel for o in plan.options] == [1, 4]
-
-
-COSTS = StepCosts(
-    tensor_parallel=1,
-    layers=1,
-    hidden_size=1,
-    dense_weight_bytes=0,
-    flops_per_token=0,
-    attention_flops_per_context_token=0,
-    kv_bytes_per_token=0,
-    peak_flops_per_s=1e15,
-    hbm_bytes_per_s=1e12,
-)
-TEN_MS = Efficiency(
-    flops_fraction=1, bandwidth_fraction=1, step_overhead_s=0.01, allreduce_latency_s=0
-)
 
 
 def replica(limits: EngineLimits) -> Candidate:
