@@ -7,26 +7,10 @@ import io
 
 from service.render.text import matrix_csv, money
 from service.schemas.compute import TrafficMatrix
-from service.schemas.speed import SpeedAnswer
+from service.schemas.speed import SpeedAnswer, SpeedRow
 from service.sizing.serving.traffic import TrafficOption, TrafficPlan, duration_text
 
-SPEED_HEADERS = [
-    "concurrency",
-    "request_rate_per_s",
-    "ttft_s",
-    "tpot_s",
-    "itl_s",
-    "output_tokens_per_s",
-    "output_tokens_per_s_per_gpu",
-    "total_tokens_per_s",
-    "total_tokens_per_s_per_gpu",
-    "requests_per_s",
-    "requests_per_s_per_gpu",
-    "running_batch",
-    "bottleneck",
-    "stable",
-    "utilisation",
-]
+SPEED_HEADERS = list(SpeedRow.__struct_fields__)
 """The JSON rows' fields, units in the names (per replica unless per GPU)."""
 
 
