@@ -120,6 +120,9 @@ async def test_the_markdown_plan_has_a_traffic_section(client: Client, priced: N
     response = await client.post("/plan", json=BODY, headers={"Accept": "text/markdown"})
     assert response.status_code == 200
     assert "## Traffic" in response.text and "USD/h" in response.text
+    # The markdown states the same chosen option as the JSON answer, in the same words.
+    summary = (await plan(client, BODY))["traffic"]["summary"]
+    assert summary and summary in response.text
 
 
 @pytest.mark.parametrize(
