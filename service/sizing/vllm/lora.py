@@ -1,7 +1,7 @@
 """vLLM's LoRA slots (--enable-lora): the adapter weights it pre-allocates in every wrapped
 layer, the extra vocabulary of models with LoRA embedding modules, and the Punica metadata."""
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -13,7 +13,7 @@ from service.sizing.vllm.defaults import EngineDefaults
 from service.sizing.vllm.shapes import allocated, require_dense, round_up, ties_embeddings
 
 LoraRank = Literal[8, 16, 32, 64, 128, 256, 320, 512]
-LORA_RANKS: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 320, 512)
+LORA_RANKS: tuple[int, ...] = get_args(LoraRank)
 """LoRAConfig's accepted max_lora_rank values (``possible_max_ranks``)."""
 LORA_VOCAB_PADDING = 256
 """LoRAConfig.lora_vocab_padding_size: the LM head of a LoRA-enabled model is padded to it."""
