@@ -27,8 +27,9 @@ from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import default_splits
-from service.sizing.plan import Workload, plan, spare_status
+from service.sizing.plan import Workload, plan
 from service.sizing.ranking import STATUS_ORDER, rank_gpus
+from service.sizing.spare import spare_status
 from service.sizing.training import (
     TRAINING_GPU_COUNTS,
     TrainingPlan,

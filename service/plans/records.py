@@ -7,7 +7,7 @@ import msgspec
 
 from service.plans.workflow import Decision, EventKind, Status
 from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
-from service.sizing.plan import Status as FitStatus
+from service.sizing.spare import Status as FitStatus
 
 
 class SavedPlan(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,7 +25,8 @@ from service.sizing.hardware import GpuSpec, validate_gpu
 from service.sizing.kv import stage_shapes
 from service.sizing.models import ModelSpec, validate_model
 from service.sizing.parallel import Split, split_for, split_problem
-from service.sizing.plan import AMBER_BELOW, Status, budget_bytes_per_gpu, spare_status
+from service.sizing.plan import budget_bytes_per_gpu
+from service.sizing.spare import AMBER_BELOW, Status, spare_status
 from service.sizing.weights import model_weight_bytes
 from service.sizing.workload import Workload, splits_for
 

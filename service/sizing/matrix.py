@@ -17,7 +17,8 @@ from service.sizing.fewest import FewestGpus, FitCell
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import AMBER_BELOW, Status, plan_if_splittable
+from service.sizing.plan import plan_if_splittable
+from service.sizing.spare import AMBER_BELOW, Status
 from service.sizing.weights import model_weight_bytes
 from service.sizing.workload import Workload, validate_workload
 

@@ -5,7 +5,8 @@ from collections.abc import Sequence
 from service.sizing.formats import NumberFormat
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.plan import Plan, Status, plan_if_splittable
+from service.sizing.plan import Plan, plan_if_splittable
+from service.sizing.spare import Status
 from service.sizing.workload import Workload
 
 STATUS_ORDER: dict[Status, int] = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}

@@ -13,7 +13,6 @@ from service.sizing.plan import (
     budget_bytes_per_gpu,
     plan,
     plan_split,
-    spare_status,
 )
 from service.sizing.ranking import rank_gpus
 from tests.unit.sizing.specs import (
@@ -139,22 +138,6 @@ def test_per_gpu_parts_add_up_to_the_usable_memory() -> None:
     assert g.overhead_bytes + g.weights_bytes + g.kv_cache_bytes + g.spare_bytes == 72 * GB
     assert g.weights_bytes == 35_300_000_000
     assert g.kv_cache_bytes == 107_374_182_400 // 4
-
-
-@pytest.mark.parametrize(
-    ("fraction", "status"),
-    [
-        (0.5, "fits"),
-        (0.10, "fits"),
-        (0.0999, "tight"),
-        (0.05, "tight"),
-        (0.0499, "amber"),
-        (0.0, "amber"),
-        (-0.01, "does_not_fit"),
-    ],
-)
-def test_status_thresholds_are_10_and_5_percent(fraction: float, status: str) -> None:
-    assert spare_status(fraction) == status
 
 
 def test_deepseek_v3_fp8_does_not_fit_8_h100s_but_fits_8_h200s_and_8_b200s() -> None:
