@@ -14,12 +14,11 @@ from typing import Any
 import msgspec
 
 from service.catalogue.errors import NotFound
-from service.cli import table
 from service.offline import local_speed
 from service.render.speed import speed_csv
+from service.render.terminal import render_speed
 from service.schemas.speed import SpeedAnswer, SpeedRequest
 from service.sizing.errors import SizingError
-from service.sizing.serving.traffic import TrafficPlan, duration_text
 
 
 def _numbers(text: str, kind: type[int] | type[float], field: str) -> list[Any]:
@@ -83,55 +82,6 @@ def traffic_fields(args: argparse.Namespace) -> dict[str, Any]:
     if args.tpot is not None:
         traffic["tpot_s"] = args.tpot
     return {"traffic": traffic}
-
-
-def render_traffic(plan: TrafficPlan) -> str:
-    out = ["", f"traffic: {plan.summary}"]
-    if plan.why_not_cheaper:
-        out.append("cheaper options that do not serve it:" if plan.feasible else "why not:")
-        out += [f"  - {why}" for why in plan.why_not_cheaper]
-    rows = [
-        [
-            o.gpu,
-            str(o.tensor_parallel),
-            "-" if o.replicas is None else str(o.replicas),
-            "-" if o.gpu_count is None else str(o.gpu_count),
-            "-" if o.headroom is None else f"{o.headroom:.0%}",
-            "-" if o.ttft_s is None else duration_text(o.ttft_s),
-            "-" if o.tpot_s is None else duration_text(o.tpot_s),
-            "-" if o.cost is None else f"{o.cost.hourly_cost_cents / 100:,.2f} {o.cost.currency}/h",
-        ]
-        for o in plan.options
-        if o.feasible
-    ]
-    if rows:
-        header = ["GPU", "TP", "replicas", "GPUs", "headroom", "TTFT", "TPOT", "cost"]
-        out += ["", f"options that serve it ({plan.ranking_rule}):", table(header, rows)]
-    return "\n".join(out) + "\n"
-
-
-def render_speed(a: SpeedAnswer) -> str:
-    head = (
-        f"{a.model} on {a.gpus_per_replica} x {a.gpu} (TP{a.tensor_parallel}, {a.engine}): "
-        f"{a.input_tokens:,}-token prompts, {a.output_tokens:,}-token answers; KV pool "
-        f"{a.kv_cache_tokens:,} tokens at max_model_len {a.max_model_len:,}"
-    )
-    first = "users" if a.loop == "closed" else "requests/s in"
-    rows = [
-        [
-            f"{r.concurrency:,}" if r.concurrency is not None else f"{r.request_rate_per_s:g}",
-            "unbounded" if r.ttft_s is None else duration_text(r.ttft_s),
-            duration_text(r.tpot_s),
-            f"{r.output_tokens_per_s:,.0f}",
-            f"{r.output_tokens_per_s_per_gpu:,.0f}",
-            f"{r.requests_per_s:,.2f}",
-            f"{r.running_batch:,.1f}",
-            r.bottleneck + ("" if r.stable else " (past capacity)"),
-        ]
-        for r in a.rows
-    ]
-    header = [first, "TTFT", "TPOT", "out tok/s", "per GPU", "req/s", "batch", "bottleneck"]
-    return f"{head}\n\n{table(header, rows)}\n\n{a.notes[0] if a.notes else ''}\n"
 
 
 def _request(args: argparse.Namespace) -> SpeedRequest:
