@@ -3,11 +3,12 @@ TTFT and TPOT limits.
 
 The open loop (``loop.open_loop``) at R requests/s runs the batch b with
 R = b / (output x TPOT(b)); its TPOT is a steady step of b sequences and its TTFT one prompt's
-chunked prefill beside them plus half a step. Read the other way, every batch b up to the
-engine's limit gives one point: its rate, TPOT and TTFT, each growing with b. Searching over b
-needs no fixed point per rate, which keeps a traffic plan over every GPU and tensor-parallel
-size near the time of one /plan (tests/unit/sizing/serving/test_curve.py checks that each
-point is what ``open_loop`` answers at its rate).
+chunked prefill beside them, half a step and the queues' waits (``loop.open_loop_ttft_s``).
+Read the other way, every batch b up to the engine's limit gives one point: its rate, TPOT and
+TTFT, each growing with b. Searching over b needs no fixed point per rate, which keeps a traffic
+plan over every GPU and tensor-parallel size near the time of one /plan
+(tests/unit/sizing/serving/test_curve.py checks that each point is what ``open_loop`` answers at
+its rate).
 """
 
 import math
@@ -22,7 +23,7 @@ from service.sizing.serving.loop import (
     ServingPrediction,
     Workload,
     batch_limit,
-    prefill_time_s,
+    open_loop_ttft_s,
     steady_step,
 )
 from service.sizing.serving.step import StepCosts
@@ -89,7 +90,7 @@ def open_loop_curve(
         rate = out / output_tokens
         total = rate * (input_tokens + output_tokens)
         return ServingPrediction(
-            ttft_s=prefill_time_s(costs, eff, limits, w, batch) + step.total_s / 2,
+            ttft_s=open_loop_ttft_s(costs, eff, limits, w, batch, cap),
             tpot_s=step.total_s,
             itl_s=step.total_s,
             output_tokens_per_s=out,

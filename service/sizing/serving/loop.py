@@ -15,6 +15,8 @@ step-by-step simulation of the engine's scheduler and the benchmark client.
 
 Open loop at R requests/s: the batch is the b with R = b / (output x TPOT(b)) (a small
 fixed-point iteration); at or past the closed loop's capacity the queue grows without bound.
+TTFT is the prompt's chunked prefill, half a step for the step in progress, and the waits of
+Poisson arrivals for a slot in the batch and for room in the token budget (``queueing``).
 """
 
 import math
@@ -24,6 +26,7 @@ import msgspec
 
 from service.sizing.errors import require
 from service.sizing.serving.efficiency import Efficiency
+from service.sizing.serving.queueing import budget_wait_s, slot_wait_s
 from service.sizing.serving.simulate import POLICIES, LengthShape, Policy, lengths, simulate
 from service.sizing.serving.step import StepCosts, StepTime, step_time
 
@@ -117,6 +120,29 @@ def prefill_time_s(
     chunk = max(min(w.input_tokens, limits.max_num_batched_tokens - batch), 1.0)
     chunks = math.ceil(w.input_tokens / chunk)
     return chunks * _step(costs, eff, w, chunk, batch).total_s
+
+
+def open_loop_ttft_s(
+    costs: StepCosts,
+    eff: Efficiency,
+    limits: EngineLimits,
+    w: Workload,
+    batch: float,
+    max_batch: float,
+) -> float | None:
+    """Mean TTFT of Poisson arrivals that keep ``batch`` sequences running (of at most
+    ``max_batch``): the waits for a slot and for budget room, the prompt's own chunked prefill
+    and half a step; None when a queue grows without bound."""
+    step = steady_step(costs, eff, limits, w, batch)
+    prefill_s = prefill_time_s(costs, eff, limits, w, batch)
+    room = limits.max_num_batched_tokens - batch
+    prefill_per_step = max(min(batch * w.input_tokens / w.output_tokens, room), 0.0)
+    waits = slot_wait_s(batch, max_batch, w.output_tokens * step.total_s) + budget_wait_s(
+        prefill_per_step, room, prefill_s
+    )
+    if not math.isfinite(waits):
+        return None
+    return waits + prefill_s + step.total_s / 2
 
 
 def _prediction(
@@ -267,7 +293,7 @@ def open_loop(
             break
         batch = nxt
     step = steady_step(costs, eff, limits, w, batch)
-    ttft = prefill_time_s(costs, eff, limits, w, batch) + step.total_s / 2
+    ttft = open_loop_ttft_s(costs, eff, limits, w, batch, cap)
     return _prediction(
         costs,
         w,
