@@ -90,7 +90,7 @@ def open_loop_curve(
         rate = out / output_tokens
         total = rate * (input_tokens + output_tokens)
         return ServingPrediction(
-            ttft_s=open_loop_ttft_s(costs, eff, limits, w, batch, cap),
+            ttft_s=open_loop_ttft_s(costs, eff, limits, w, batch, cap, step),
             tpot_s=step.total_s,
             itl_s=step.total_s,
             output_tokens_per_s=out,

@@ -129,11 +129,11 @@ def open_loop_ttft_s(
     w: Workload,
     batch: float,
     max_batch: float,
+    step: StepTime,
 ) -> float | None:
     """Mean TTFT of Poisson arrivals that keep ``batch`` sequences running (of at most
-    ``max_batch``): the waits for a slot and for budget room, the prompt's own chunked prefill
-    and half a step; None when a queue grows without bound."""
-    step = steady_step(costs, eff, limits, w, batch)
+    ``max_batch``; ``step``: their steady step): the waits for a slot and for budget room, the
+    prompt's own chunked prefill and half a step; None when a queue grows without bound."""
     prefill_s = prefill_time_s(costs, eff, limits, w, batch)
     room = limits.max_num_batched_tokens - batch
     prefill_per_step = max(min(batch * w.input_tokens / w.output_tokens, room), 0.0)
@@ -293,7 +293,7 @@ def open_loop(
             break
         batch = nxt
     step = steady_step(costs, eff, limits, w, batch)
-    ttft = open_loop_ttft_s(costs, eff, limits, w, batch, cap)
+    ttft = open_loop_ttft_s(costs, eff, limits, w, batch, cap, step)
     return _prediction(
         costs,
         w,

@@ -23,14 +23,24 @@ FIXED_SERVICE_CV2 = 0.0
 
 def erlang_c(servers: int, offered: float) -> float:
     """The probability that an arrival waits, with ``servers`` servers and ``offered`` erlangs
-    (arrival rate x mean service time); 1 at or past saturation."""
+    (arrival rate x mean service time); 1 at or past saturation.
+
+    Erlang B from 1 / B = sum_j c! / ((c - j)! a^j) (j = 0..c), whose terms rise while
+    j < c - a and then fall: the sum stops once a term no longer moves it, or once it passes
+    1e18 (B below 1e-18: no wait worth a float), so a large batch costs tens of terms, not c."""
     if offered <= 0:
         return 0.0
     if offered >= servers:
         return 1.0
-    blocked = 1.0  # Erlang B by its recurrence B(k) = a B(k-1) / (k + a B(k-1)), stable for any c
-    for k in range(1, servers + 1):
-        blocked = offered * blocked / (k + offered * blocked)
+    if servers == 1:
+        return offered  # M/M/1: an arrival waits with probability rho
+    term = total = 1.0
+    for j in range(1, servers + 1):
+        term *= (servers - j + 1) / offered
+        total += term
+        if total > 1e18 or term < 1e-17 * total:
+            break
+    blocked = 1 / total
     return servers * blocked / (servers - offered * (1 - blocked))
 
 
