@@ -35,6 +35,7 @@ WITHIN = 0.25
 WITHIN_SHARE_BAR = 0.80
 
 MODEL_SLUGS: dict[str, str] = {
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1",
     "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
     "deepseek-ai/DeepSeek-V3.1": "deepseek-v3",
     "openai/gpt-oss-120b": "gpt-oss-120b",

@@ -32,7 +32,8 @@ FIELDS = {
 # Fields a source may leave out: null there, and a note says what the source does say.
 MAY_BE_MISSING = {"engine_version", "weight_format", "kv_format", "bench_command"}
 ENGINES = {"vllm", "sglang", "tensorrt-llm"}
-BENCH_TOOLS = {"vllm bench serve", "sglang.bench_serving"}
+# vLLM's client before it became `vllm bench serve` was benchmarks/benchmark_serving.py.
+BENCH_TOOLS = {"vllm bench serve", "benchmark_serving.py", "sglang.bench_serving"}
 HEADER = "============ Serving Benchmark Result ============"
 
 # The result block's label (as vllm bench serve / sglang.bench_serving print it, compared
@@ -164,8 +165,11 @@ def test_every_recorded_number_is_the_number_printed_in_the_runs_lines(run: dict
         if values and values[0].isdigit():
             assert run[field] == int(values[0]), field
         elif field == "max_concurrency":
-            # No cap printed (sglang.bench_serving prints "not set"): every prompt at once.
-            assert run[field] is None
+            # No cap in the block: sglang.bench_serving prints "not set", and older vLLM
+            # clients print the cap above the header. Either way it is the command's
+            # --max-concurrency, and without one every prompt was sent at once.
+            cap = re.search(r"--max-concurrency[ =]+(\d+)", run["bench_command"] or "")
+            assert run[field] == (int(cap[1]) if cap else None)
         else:
             pytest.fail(f"the block prints no {labels[0]}")
     if "traffic request rate:" in printed:
