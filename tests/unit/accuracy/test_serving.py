@@ -4,6 +4,7 @@ The bar (issue 17, point 5), on the held-out half only: median absolute error <=
 tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,19 @@ def test_the_accuracy_page_is_the_markdown_commands_output(
     assert main(["accuracy", "--serving", "--markdown"]) == 0
     page = Path(__file__).resolve().parents[3] / "docs" / "serving-accuracy.md"
     assert capsys.readouterr().out == page.read_text(encoding="utf-8")
+
+
+def test_the_newest_batch_of_held_out_runs_is_summed_up_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The held-out runs collected on the newest day come from pages no one had looked at when
+    # the model was fitted: the last summary line counts them, and only them.
+    runs = load_runs()
+    newest = max(r["collected"] for r in runs)
+    expected = sum(1 for r in runs if r["split"] == "held_out" and r["collected"] == newest)
+    assert main(["accuracy", "--serving"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    prefix = f"held_out, collected {newest} (never seen before): "
+    assert last.startswith(prefix)
+    predicted, skipped = (int(n) for n in re.findall(r"(\d+) runs \((\d+) skipped\)", last)[0])
+    assert predicted + skipped == expected > 0

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -21,15 +22,18 @@ DATA_DIR = ROOT / "service" / "accuracy" / "cases" / "serving"
 GPUS_JSON = ROOT / "service" / "catalogue" / "data" / "gpus.json"
 
 FIELDS = {
-    "id", "split", "source", "engine", "engine_version", "bench_tool", "gpu", "gpu_count",
-    "tensor_parallel", "pipeline_parallel", "model", "architecture", "weight_format", "kv_format",
-    "serve_command", "bench_command", "bench_command_template", "dataset", "input_tokens",
-    "output_tokens", "total_input_tokens", "total_output_tokens", "successful_requests",
-    "num_prompts", "max_concurrency", "request_rate", "measured", "lines", "notes",
+    "id", "split", "collected", "source", "engine", "engine_version", "bench_tool", "gpu",
+    "gpu_count", "tensor_parallel", "pipeline_parallel", "model", "architecture", "weight_format",
+    "kv_format", "serve_command", "bench_command", "bench_command_template", "dataset",
+    "input_tokens", "output_tokens", "total_input_tokens", "total_output_tokens",
+    "successful_requests", "num_prompts", "max_concurrency", "request_rate", "measured", "lines",
+    "notes",
 }  # fmt: skip
 # Fields a source may leave out: null there, and a note says what the source does say.
 MAY_BE_MISSING = {"engine_version", "weight_format", "kv_format", "bench_command"}
 ENGINES = {"vllm", "sglang", "tensorrt-llm"}
+# vLLM's client before it became `vllm bench serve` was benchmarks/benchmark_serving.py.
+BENCH_TOOLS = {"vllm bench serve", "benchmark_serving.py", "sglang.bench_serving"}
 HEADER = "============ Serving Benchmark Result ============"
 
 # The result block's label (as vllm bench serve / sglang.bench_serving print it, compared
@@ -51,12 +55,17 @@ MEASURED_LABELS = {
     "mean e2el (ms):": "mean_e2el_ms",
     "median e2el (ms):": "median_e2el_ms",
     "p99 e2el (ms):": "p99_e2el_ms",
+    # sglang.bench_serving names end-to-end latency in words.
+    "mean e2e latency (ms):": "mean_e2el_ms",
+    "median e2e latency (ms):": "median_e2el_ms",
+    "p99 e2e latency (ms):": "p99_e2el_ms",
 }
+# The record's field -> the labels either client prints it under (vllm bench serve first).
 COUNT_LABELS = {
-    "successful requests:": "successful_requests",
-    "total input tokens:": "total_input_tokens",
-    "total generated tokens:": "total_output_tokens",
-    "maximum request concurrency:": "max_concurrency",
+    "successful_requests": ("successful requests:",),
+    "total_input_tokens": ("total input tokens:",),
+    "total_output_tokens": ("total generated tokens:",),
+    "max_concurrency": ("maximum request concurrency:", "max request concurrency:"),
 }
 _LINE = re.compile(r"^\s*(?P<label>[^:]+:)\s+(?P<value>\S+)\s*$")
 
@@ -99,6 +108,9 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     }:  # fmt: skip
         assert run[field] is not None, field
     assert run["engine"] in ENGINES
+    assert run["bench_tool"] in BENCH_TOOLS
+    # The day the run was copied in: ISO 8601, so the newest batch can be told apart.
+    assert date.fromisoformat(run["collected"]).isoformat() == run["collected"]
     assert run["split"] in {"calibration", "held_out"}
     assert run["architecture"] in {"dense", "moe"}
     src = run["source"]
@@ -138,22 +150,32 @@ def test_every_recorded_number_is_the_number_printed_in_the_runs_lines(run: dict
     assert lines[0].strip() == HEADER
     assert set(lines[-1].strip()) == {"="}
     printed = _printed(lines)
-    for label, field in MEASURED_LABELS.items():
-        if label in printed:
+    for field in set(MEASURED_LABELS.values()):
+        values = [v for label, v in printed.items() if MEASURED_LABELS.get(label) == field]
+        assert len(values) <= 1, f"{field} printed twice"
+        if values:
             # The block prints it, so the record holds it, as the same number.
             assert field in run["measured"], f"{field} printed but not recorded"
-            assert run["measured"][field] == float(printed[label]), field
+            assert run["measured"][field] == float(values[0]), field
         else:
             assert field not in run["measured"], f"{field} recorded but not printed"
     assert set(run["measured"]) <= set(MEASURED_LABELS.values())
-    for label, field in COUNT_LABELS.items():
-        if label in printed:
-            assert run[field] == int(printed[label]), field
+    for field, labels in COUNT_LABELS.items():
+        values = [printed[label] for label in labels if label in printed]
+        if values and values[0].isdigit():
+            assert run[field] == int(values[0]), field
         elif field == "max_concurrency":
-            # No cap printed: the run sent every prompt at once.
-            assert run[field] is None
+            # No cap in the block: sglang.bench_serving prints "not set", and older vLLM
+            # clients print the cap above the header. Either way it is the command's
+            # --max-concurrency, and without one every prompt was sent at once.
+            cap = re.search(r"--max-concurrency[ =]+(\d+)", run["bench_command"] or "")
+            assert run[field] == (int(cap[1]) if cap else None)
         else:
-            pytest.fail(f"the block prints no {label}")
+            pytest.fail(f"the block prints no {labels[0]}")
+    if "traffic request rate:" in printed:
+        # sglang.bench_serving prints the rate it sent at: "inf" or requests/s.
+        rate = printed["traffic request rate:"]
+        assert run["request_rate"] == (rate if rate == "inf" else float(rate))
 
 
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
@@ -178,6 +200,15 @@ def test_no_source_group_straddles_the_two_halves() -> None:
     for run in RUNS:
         halves.setdefault(run["source"]["group"], set()).add(run["split"])
     assert {g: h for g, h in halves.items() if len(h) > 1} == {}
+
+
+def test_each_source_group_was_collected_on_one_day() -> None:
+    # A batch collected later is read as never seen before (the summary's last line): that
+    # holds only if none of its pages had runs in an earlier batch.
+    days: dict[str, set[str]] = {}
+    for run in RUNS:
+        days.setdefault(run["source"]["group"], set()).add(run["collected"])
+    assert {g: d for g, d in days.items() if len(d) > 1} == {}
 
 
 def test_both_halves_hold_runs() -> None:
