@@ -39,7 +39,15 @@ def model_of(case: dict[str, Any]) -> ModelSpec:
         return import_config(config, Path(c["hf_config"]).stem).spec
     from service.offline import local_catalogue  # the shipped catalogue, no database
 
-    return local_catalogue().model(c["model_slug"])
+    spec = local_catalogue().model(c["model_slug"])
+    if c.get("max_context_tokens"):  # a served model longer than its stand-in: the length
+        # vLLM accepts changes, the stand-in's shapes (its rope cache included) do not
+        spec = msgspec.structs.replace(
+            spec,
+            max_context_tokens=c["max_context_tokens"],
+            rope_cache_rows=spec.rope_cache_rows or (spec.max_context_tokens,),
+        )
+    return spec
 
 
 def source_of(case: dict[str, Any]) -> str:

@@ -84,6 +84,19 @@ def check_length(input_tokens: int, output_tokens: int, max_model_len: int, fiel
     )
 
 
+def check_model_length(model: ModelSpec, tokens: int, field: str, what: str) -> None:
+    """vLLM refuses a max_model_len beyond the model's own (``failure.length_failure``): a
+    request that needs one is the request's error, not each replica's. ``what`` names the
+    length in the message ("max_model_len", "input_tokens + output_tokens")."""
+    require(
+        tokens <= model.max_context_tokens,
+        field,
+        f"{what} = {tokens:,} tokens is more than {model.slug}'s maximum context of "
+        f"{model.max_context_tokens:,} (max_position_embeddings), beyond which vLLM does not "
+        "start: shorten the context or the request",
+    )
+
+
 def tensor_parallel_sizes(gpu: GpuSpec, splits: Sequence[int] | None) -> tuple[int, ...]:
     """The sizes a replica may take: the request's splits within one node, else powers of two
     up to one node (1, 2, 4, 8 on 8 GPUs per node)."""
@@ -181,6 +194,10 @@ def traffic_plan(
     check_length(
         traffic.input_tokens, traffic.output_tokens, max_model_len, f"{field}.output_tokens"
     )
+    if options.max_model_len:
+        check_model_length(model, max_model_len, "vllm.max_model_len", "max_model_len")
+    else:
+        check_model_length(model, max_model_len, "context_tokens", "context_tokens")
     # A format the vLLM method does not load is the request's error, not each option's.
     engine_config(options, 1, context_tokens, utilisation, weights, kv)
     candidates = [

@@ -7,7 +7,7 @@ answers through this module without SQLAlchemy or anyio."""
 from typing import TYPE_CHECKING
 
 from service.plans.evaluate import resolve_formats, resolve_model, weight_format_of
-from service.plans.serving import check_length, replica_of
+from service.plans.serving import check_length, check_model_length, replica_of
 from service.schemas.speed import SpeedAnswer, SpeedRequest, SpeedRow
 from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_MODEL_LEN = 8192
 """max_model_len when the request names none: 8,192 tokens (the default context of /plan), or
-the request's prompt plus answer when longer."""
+the request's prompt plus answer when longer, and at most the model's own maximum context."""
 SWEEP_NOTE = (
     "Steady state of the serving model (service/sizing/serving): continuous batching with "
     "chunked prefill, the vLLM method's KV pool; no prefix caching, speculative decoding or "
@@ -54,10 +54,16 @@ def answer_speed(
         "concurrencies",
         "give concurrencies (a closed loop) or request_rates_per_s (an open loop), exactly one",
     )
-    length = request.max_model_len or max(
-        DEFAULT_MAX_MODEL_LEN, request.input_tokens + request.output_tokens
+    needed = request.input_tokens + request.output_tokens
+    # The default never passes the model's own limit, which vLLM refuses to exceed.
+    length = request.max_model_len or min(
+        max(DEFAULT_MAX_MODEL_LEN, needed), max(model.max_context_tokens, needed)
     )
     check_length(request.input_tokens, request.output_tokens, length, "output_tokens")
+    if request.max_model_len:
+        check_model_length(model, length, "max_model_len", "max_model_len")
+    else:
+        check_model_length(model, needed, "output_tokens", "input_tokens + output_tokens")
     tp = request.tensor_parallel
     problem = tensor_parallel_problem(model, tp)
     require(problem is None, "tensor_parallel", problem or "")

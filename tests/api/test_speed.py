@@ -114,6 +114,9 @@ async def test_markdown_and_csv_renderings(client: Client) -> None:
         ({"request_rates_per_s": [1]}, 422, "concurrencies"),
         ({"concurrencies": None}, 422, "concurrencies"),
         ({"max_model_len": 1000}, 422, "output_tokens"),
+        # Qwen3-8B's max_position_embeddings is 40,960: vLLM starts with nothing longer.
+        ({"input_tokens": 30_000, "output_tokens": 20_000}, 422, "output_tokens"),
+        ({"max_model_len": 50_000}, 422, "max_model_len"),
         ({"gpu": "no-such-gpu"}, 404, "gpu"),
         ({"model": "no-such-model"}, 404, "model"),
         ({"tensor_parallel": 3}, 422, "tensor_parallel"),

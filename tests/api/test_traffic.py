@@ -137,6 +137,8 @@ async def test_the_markdown_plan_has_a_traffic_section(client: Client, priced: N
         ({"colour": "blue"}, 400, "traffic.colour"),
         # 2,000 + 300 tokens beyond the 2,048-token context the request sets:
         ({"context_tokens": 2048}, 422, "traffic.output_tokens"),
+        # A 50,000-token context beyond Qwen3-8B's 40,960 (max_position_embeddings):
+        ({"context_tokens": 50_000}, 422, "context_tokens"),
     ],
 )
 async def test_bad_traffic_is_a_problem_naming_the_field(

@@ -1,8 +1,10 @@
 """Whether vLLM starts, and the error it prints when it does not, in the order the engine
-checks: free memory at start-up, a KV pool at all, one full-length request, CUDA-graph room."""
+checks: a max_model_len within the model's, free memory at start-up, a KV pool at all, one
+full-length request, CUDA-graph room."""
 
 import msgspec
 
+from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
 from service.sizing.vllm.calibration import MIN_CUDA_GRAPH_BYTES, STARTUP_USAGE_BYTES
 from service.sizing.vllm.config import EngineConfig
@@ -30,6 +32,22 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     max_model_len: int
     graphs: int
     """The CUDA-graph estimate taken out of the budget (0: none)."""
+
+
+def length_failure(model: ModelSpec, config: EngineConfig) -> str | None:
+    """vLLM refuses a max_model_len above the one it derives from config.json before it
+    allocates anything (``ModelConfig``'s ``_get_and_verify_max_len``, vllm/config): the
+    catalogue's ``max_context_tokens`` is that ``max_position_embeddings``. The override
+    (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) is not modelled."""
+    mml = config.max_model_len
+    if mml is None or mml <= model.max_context_tokens:
+        return None
+    return (
+        f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
+        f"(max_position_embeddings={model.max_context_tokens} or model_max_length=None in "
+        "model's config.json). To allow overriding this maximum, set the env var "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    )
 
 
 def startup_failure(config: EngineConfig, rules: ReleaseRules, o: Outcome) -> str | None:

@@ -32,7 +32,7 @@ from service.sizing.vllm.budget import (
 )
 from service.sizing.vllm.config import EngineConfig, model_dtype_bytes
 from service.sizing.vllm.defaults import EngineDefaults, engine_defaults, torch_visible_bytes
-from service.sizing.vllm.failure import Outcome, gib, startup_failure
+from service.sizing.vllm.failure import Outcome, gib, length_failure, startup_failure
 from service.sizing.vllm.flags import BLOCK_SIZES
 from service.sizing.vllm.kv_cache import kv_layout
 from service.sizing.vllm.lora import lora_bytes
@@ -223,7 +223,7 @@ def predict_vllm(
         max_model_len=mml,
         graphs=graphs,
     )
-    failure = startup_failure(config, rules, outcome)
+    failure = length_failure(model, config) or startup_failure(config, rules, outcome)
     if best.groups > 1:
         counted = (
             "max_model_len x concurrency."

@@ -793,3 +793,15 @@ def test_w4a16_checkpoints_quantise_only_the_routed_experts() -> None:
     with pytest.raises(SizingError) as err:
         predict_vllm(LLAMA_8B, H100, EngineConfig(quantization="w4a16-experts"))
     assert err.value.field == "quantization"
+
+
+def test_a_max_model_len_beyond_the_models_own_does_not_start() -> None:
+    # vLLM's _get_and_verify_max_len: a user max_model_len above max_position_embeddings
+    # (Llama 3.1 8B: 131,072) is refused before any memory is counted, however much there is.
+    too_long = predict_vllm(LLAMA_8B, H100, EngineConfig(max_model_len=131_073))
+    assert not too_long.starts
+    assert too_long.failure is not None
+    assert too_long.failure.startswith("User-specified max_model_len (131073) is greater than")
+    assert "max_position_embeddings=131072" in too_long.failure
+    at_limit = predict_vllm(LLAMA_8B, H100, EngineConfig(max_model_len=131_072))
+    assert at_limit.failure is None or "User-specified" not in at_limit.failure
