@@ -33,7 +33,12 @@ FIELDS = {
 MAY_BE_MISSING = {"engine_version", "weight_format", "kv_format", "bench_command"}
 ENGINES = {"vllm", "sglang", "tensorrt-llm"}
 # vLLM's client before it became `vllm bench serve` was benchmarks/benchmark_serving.py.
-BENCH_TOOLS = {"vllm bench serve", "benchmark_serving.py", "sglang.bench_serving"}
+# InferenceMAX keeps no result block: each run is one JSON record of its results API
+# (README.md, "InferenceMAX"), its numbers checked against the record's fields instead.
+JSON_RECORD = "InferenceMAX benchmark_serving (JSON record)"
+BENCH_TOOLS = {"vllm bench serve", "benchmark_serving.py", "sglang.bench_serving", JSON_RECORD}
+# The record's framework key -> the engine (InferenceMAX's "trt" is TensorRT-LLM).
+RECORD_ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "tensorrt-llm"}
 HEADER = "============ Serving Benchmark Result ============"
 
 # The result block's label (as vllm bench serve / sglang.bench_serving print it, compared
@@ -103,9 +108,11 @@ def test_the_folder_holds_runs_with_unique_ids_named_after_their_files() -> None
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
 def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> None:
     assert set(run) == FIELDS
+    # A JSON record keeps no totals and no count of successful requests.
+    totals = {"total_input_tokens", "total_output_tokens", "successful_requests"}
     for field in FIELDS - MAY_BE_MISSING - {
         "input_tokens", "output_tokens", "max_concurrency", "bench_command_template",
-    }:  # fmt: skip
+    } - (totals if run["bench_tool"] == JSON_RECORD else set()):  # fmt: skip
         assert run[field] is not None, field
     assert run["engine"] in ENGINES
     assert run["bench_tool"] in BENCH_TOOLS
@@ -125,10 +132,14 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     assert run["gpu"]["name"]
     for field in ("gpu_count", "tensor_parallel", "pipeline_parallel", "successful_requests",
                   "num_prompts", "total_input_tokens", "total_output_tokens"):  # fmt: skip
+        if run[field] is None and run["bench_tool"] == JSON_RECORD and field in totals:
+            assert any(field in note for note in run["notes"]), f"{field} missing without a note"
+            continue
         assert isinstance(run[field], int) and run[field] > 0, field
     # The model runs on tensor x pipeline GPUs, never more than the machine has.
     assert run["tensor_parallel"] * run["pipeline_parallel"] <= run["gpu_count"]
-    assert run["successful_requests"] <= run["num_prompts"]
+    if run["successful_requests"] is not None:
+        assert run["successful_requests"] <= run["num_prompts"]
     for field in ("input_tokens", "output_tokens", "max_concurrency"):
         assert run[field] is None or (isinstance(run[field], int) and run[field] > 0), field
     assert run["request_rate"] == "inf" or run["request_rate"] > 0
@@ -144,8 +155,45 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     assert run["bench_command"] or run["bench_command_template"] or run["notes"]
 
 
+def _check_json_record(run: dict) -> None:
+    """An InferenceMAX run: `lines` is its JSON record; every measured number is the record's
+    value, seconds x 1000 for the times and the per-GPU throughput x the GPUs for tokens/s."""
+    record = json.loads("\n".join(run["lines"]))
+    m = record["metrics"]
+    gpus = record["decode_tp"]
+    expected = {
+        f"{stat}_{metric}_ms": m[f"{stat}_{metric}"] * 1000
+        for stat in ("mean", "median", "p99")
+        for metric in ("ttft", "tpot", "itl", "e2el")
+        if f"{stat}_{metric}" in m
+    }
+    expected["output_tokens_per_s"] = m["output_tput_per_gpu"] * gpus
+    expected["total_tokens_per_s"] = m["tput_per_gpu"] * gpus
+    assert run["measured"] == expected
+    # The setup the record states: one node, no speculative decoding, no disaggregation, no
+    # expert parallelism or DP attention (the model models none), prefill TP = decode TP.
+    assert record["spec_method"] == "none" and not record["disagg"]
+    assert not record["is_multinode"]
+    assert record["prefill_ep"] == record["decode_ep"] == 1
+    assert not record["prefill_dp_attention"] and not record["decode_dp_attention"]
+    assert record["prefill_tp"] == gpus == run["tensor_parallel"] == run["gpu_count"]
+    assert RECORD_ENGINES[record["framework"]] == run["engine"]
+    assert record["precision"] == run["weight_format"]
+    assert (record["isl"], record["osl"]) == (run["input_tokens"], run["output_tokens"])
+    # The scripts send ten prompts per unit of concurrency (--num-prompts $((CONC * 10))).
+    assert record["conc"] == run["max_concurrency"] and run["num_prompts"] == 10 * record["conc"]
+    assert run["engine_version"] in record["image"]
+    assert run["source"]["group"].endswith(
+        f"#{record['hardware']}-{record['framework']}-{record['model']}-{record['precision']}"
+        f"-tp{gpus}"
+    )
+
+
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
 def test_every_recorded_number_is_the_number_printed_in_the_runs_lines(run: dict) -> None:
+    if run["bench_tool"] == JSON_RECORD:
+        _check_json_record(run)
+        return
     lines = run["lines"]
     assert lines[0].strip() == HEADER
     assert set(lines[-1].strip()) == {"="}
