@@ -186,7 +186,9 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     model = cat.model(MODEL_SLUGS[run["model"]])
     command = run["serve_command"]
     mml = _flag(command, "--max-model-len", "--max_seq_len")
-    util = _flag(command, "--gpu-memory-utilization")
+    # SGLang's --mem-fraction-static is the share of the GPU for weights and KV pool, as
+    # vLLM's utilisation is (the KV pool stays the vLLM method's for every engine).
+    util = _flag(command, "--gpu-memory-utilization", "--mem-fraction-static")
     if mml is None and run["engine"] != "vllm":
         mml = str(NON_VLLM_CHECKED_LEN)
     config = EngineConfig(
