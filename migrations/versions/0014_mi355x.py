@@ -1,8 +1,9 @@
 """One new shipped GPU, AMD Instinct MI355X (CDNA 4, gfx950; service/catalogue/data/gpus_0014.json),
 and the Infinity Fabric generation it is joined by (interconnects_0014.json), each figure with
 its source: public serving benchmark runs (service/accuracy/cases/serving/) were measured on
-one, which the catalogue could not describe before. MI355X's links run at 38.4 Gbps against
-MI300X's 32, so they get their own interconnect row rather than MI300X's.
+one, which the catalogue could not describe before. MI355X's seven links carry 76.8 GB/s a
+direction each, against the 64 the `infinity-fabric` row assumes for MI300X's, so they get an
+interconnect row of their own.
 
 A database that already holds a GPU or an interconnect under one of these slugs (added by its
 users) keeps theirs; the GPU row then points at whatever that interconnect row says.
