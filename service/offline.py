@@ -24,8 +24,8 @@ from service.sizing.offload import Offload
 
 DATA = Path(__file__).resolve().parent / "catalogue" / "data"
 SHIPPED: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("interconnects", ("interconnects.json",)),
-    ("gpus", ("gpus.json", "gpus_0013.json")),  # rows of migrations 0002 and 0013
+    ("interconnects", ("interconnects.json", "interconnects_0014.json")),  # migrations 0002, 0014
+    ("gpus", ("gpus.json", "gpus_0013.json", "gpus_0014.json")),  # migrations 0002, 0013, 0014
     # rows of migrations 0002, 0007, 0012 and 0013
     ("models", ("models.json", "models_0007.json", "models_0012.json", "models_0013.json")),
     ("number_formats", ("formats.json",)),

@@ -124,12 +124,12 @@ async def test_unknown_slug_suggests_the_closest(client: Client) -> None:
 
 async def test_list_filters_and_pages(client: Client) -> None:
     page = (await client.get("/gpus", params={"limit": 2, "offset": 1})).json()
-    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 12)
+    assert (page["limit"], page["offset"], page["total"]) == (2, 1, 13)  # MI355X: 0014
     assert [g["slug"] for g in page["items"]] == ["a100-80gb", "b200"]  # ordered by slug
     fp4 = (await client.get("/gpus", params={"fp4": "true"})).json()
-    assert sorted(g["slug"] for g in fp4["items"]) == ["b200", "gb200"]
+    assert sorted(g["slug"] for g in fp4["items"]) == ["b200", "gb200", "mi355x"]
     big = (await client.get("/gpus", params={"min_memory_bytes": 150 * 10**9})).json()
-    assert sorted(g["slug"] for g in big["items"]) == ["b200", "gb200", "mi300x"]
+    assert sorted(g["slug"] for g in big["items"]) == ["b200", "gb200", "mi300x", "mi355x"]
     moe = (await client.get("/models", params={"moe": "true"})).json()
     assert moe["total"] == 9  # 6 shipped by 0002, Qwen3-Next by 0007, two GLMs by 0013
 
@@ -137,9 +137,12 @@ async def test_list_filters_and_pages(client: Client) -> None:
 async def test_vendor_filter_is_literal_text_ignoring_case(
     client: Client, admin_headers: dict[str, str]
 ) -> None:
-    # The shipped catalogue: 11 NVIDIA GPUs (GH200: 0013) and 1 AMD; no vendor holds %, _ or \.
+    # The shipped catalogue: 11 NVIDIA GPUs (GH200: 0013) and 2 AMD (MI355X: 0014); no vendor
+    # holds %, _ or \.
     nvidia = (await client.get("/gpus", params={"vendor": "nvidia"})).json()
     assert nvidia["total"] == 11
+    amd = (await client.get("/gpus", params={"vendor": "AMD"})).json()
+    assert sorted(g["slug"] for g in amd["items"]) == ["mi300x", "mi355x"]
     for wildcard in ("%", "_", "nvidi_", "NV%", "\\", "nvidia\\"):
         page = await client.get("/gpus", params={"vendor": wildcard})
         assert page.status_code == 200, (wildcard, page.text)

@@ -55,6 +55,25 @@ async def test_six_step_fp8_is_2_h100s_with_11_8_gb_spare(client: Client) -> Non
     assert plan["spare_bytes"] == 136 * GB - 124_240_797_696 == 11_759_202_304
 
 
+async def test_llama_70b_fp8_fits_one_mi355x(client: Client) -> None:
+    # The default workload (8 x 8,192 tokens, 90% fill, 4 GB overhead, driver basis) on the
+    # MI355X of migration 0014, asked for by its alias. Weights 70,553,706,496 x 1 B; FP8 KV
+    # 2 x 80 layers x 8 KV heads x 128 x 1 B = 163,840 B a token x 65,536 = 10,737,418,240 B;
+    # budget 309,216,170,475 B (torch's 287.98 GiB) x 0.9, floored, = 278,294,553,427 - 4 GB =
+    # 274,294,553,427 B: 274,294,553,427 - 81,291,124,736 = 193,003,428,691 B spare (70%).
+    plan = await post(
+        client, "/plan", {"model": "llama-3.1-70b", "gpu": "mi355", "weight_format": "fp8"}
+    )
+    assert (plan["gpu"], plan["gpu_count"], plan["tensor_parallel"]) == ("mi355x", 1, 1)
+    assert (plan["kv_format"], plan["kv_bytes_per_token"]) == ("fp8", 163_840)
+    assert plan["weights_bytes"] == LLAMA_70B_PARAMS
+    assert plan["kv_cache_bytes"] == 10_737_418_240
+    assert plan["budget_bytes"] == 274_294_553_427
+    assert plan["spare_bytes"] == 274_294_553_427 - LLAMA_70B_PARAMS - 10_737_418_240
+    assert plan["spare_bytes"] == 193_003_428_691
+    assert plan["status"] == "fits" and plan["fits"] is True
+
+
 async def test_inline_architecture_reproduces_the_seeds_rounded_numbers(client: Client) -> None:
     spec = {
         "slug": "llama-70b-seed",

@@ -91,8 +91,10 @@ async def test_does_not_fit_names_the_smallest_split_that_would(client: Client) 
 
 
 async def test_options_rank_two_comfortable_h200s_above_an_amber_b200(client: Client) -> None:
+    # Needed: 141,107,412,992 B of BF16 weights + 8 x 8,192 x 327,680 B of KV = 162,582,249,472.
     # Marketed: one B200, 192 GB x 0.9 - 4 GB = 168.8 GB: 6,217,750,528 B spare, 3.68% (amber);
-    # two H200s, 2 x 122.9 GB = 245.8 GB: 83,217,750,528 B, 33.86% (fits).
+    # two H200s, 2 x 122.9 GB = 245.8 GB: 83,217,750,528 B, 33.86% (fits); one MI355X (0014),
+    # 288 GB x 0.9 - 4 GB = 255.2 GB: 92,617,750,528 B, 36.3%: one GPU that fits, first.
     body = {"model": "llama-3.1-70b", "weight_format": "bf16"}
     plan = await post(client, "/plan", {**body, "capacity_basis": "marketed"})
     options = {o["gpu"]: (i, o) for i, o in enumerate(plan["options"])}
@@ -100,14 +102,20 @@ async def test_options_rank_two_comfortable_h200s_above_an_amber_b200(client: Cl
     b200_rank, b200 = options["b200"]
     assert (h200["gpu_count"], h200["status"], h200["spare_bytes"]) == (2, "fits", 83_217_750_528)
     assert (b200["gpu_count"], b200["status"], b200["spare_bytes"]) == (1, "amber", 6_217_750_528)
-    assert h200_rank < b200_rank and plan["gpu"] == "h200"
+    assert h200_rank < b200_rank and plan["gpu"] == "mi355x"
+    assert (plan["gpu_count"], plan["spare_bytes"]) == (1, 92_617_750_528)
     assert plan["ranking_rule"].startswith("status first: plans that fit with at least 10% spare")
     # Driver (the default): MI300X 205,822,885,888 B x 0.9 -> 185,240,597,299 - 4 GB =
-    # 181,240,597,299: 18,658,347,827 B spare, 10.3%: one GPU that fits comfortably, first.
+    # 181,240,597,299: 18,658,347,827 B spare, 10.3%; MI355X 309,216,170,475 x 0.9 ->
+    # 278,294,553,427 - 4 GB: 111,712,303,955 B, 40.7%. One GPU that fits comfortably each;
+    # within a status and a count, the most spare first.
     default = await post(client, "/plan", body)
     assert default["capacity_basis"] == "driver"
-    assert (default["gpu"], default["gpu_count"], default["status"]) == ("mi300x", 1, "fits")
-    assert default["spare_bytes"] == 18_658_347_827
+    assert (default["gpu"], default["gpu_count"], default["status"]) == ("mi355x", 1, "fits")
+    assert default["spare_bytes"] == 111_712_303_955
+    second = default["options"][1]
+    assert (second["gpu"], second["gpu_count"], second["status"]) == ("mi300x", 1, "fits")
+    assert second["spare_bytes"] == 18_658_347_827
     # A named GPU has no options to rank.
     assert (await post(client, "/plan", {**body, "gpu": "h200"}))["ranking_rule"] == ""
 

@@ -92,11 +92,13 @@ async def test_rank_by_gpus_is_the_default(client: Client, priced: None) -> None
     answer = await plan(client, BODY)
     assert answer["rank_by"] == "gpus" and answer["unpriced_gpus"] == []
     assert answer["ranking_rule"].startswith("status first")
-    # Status first, then the fewest GPUs: 2 H200s (33.9% spare) before the amber single B200,
+    # Status first, then the fewest GPUs: one MI355X (288 GB x 0.9 - 4 GB = 255.2 GB against
+    # 162,582,249,472 B: 36.3% spare), then 2 H200s (33.9%), before the amber single B200,
     # MI300X (3.7%) and GB200 (186 GB x 0.9 - 4 GB = 163.4 GB: 0.5%).
     status = {"fits": 0, "tight": 1, "amber": 2, "does_not_fit": 3}
     order = [(status[o["status"]], o["gpu_count"]) for o in answer["options"]]
-    assert order == sorted(order) and answer["options"][0]["gpu"] == "h200"
+    assert order == sorted(order)
+    assert [o["gpu"] for o in answer["options"][:2]] == ["mi355x", "h200"]
     assert "no_price" not in {w["code"] for w in answer["warnings"]}
 
 
@@ -203,7 +205,8 @@ async def test_matrix_and_plan_list_csv_name_their_units(client: Client, priced:
         "77.503",
     )
     assert first["hourly_cost_cents"] == "1098"
-    assert len(lines) == 1 + 12  # one row per catalogue GPU (12: GH200 from migration 0013)
+    # One row per catalogue GPU (13: GH200 from migration 0013, MI355X from 0014).
+    assert len(lines) == 1 + 13
 
 
 @pytest.mark.parametrize(

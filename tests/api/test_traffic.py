@@ -59,9 +59,10 @@ async def test_the_chosen_replicas_serve_the_rate_within_the_limits(client: Clie
         1 + 1e-6
     )
     # Every GPU at every tensor-parallel size of a node is an option, or skipped because one
-    # replica of it already ranks after the chosen: ten GPUs of 8 per node (1, 2, 4, 8), the
-    # GH200's 4 (1, 2, 4) and the GB200's 72 (1, 2, 4, 8, 16, 32, 64, 72): 10 x 4 + 3 + 8 = 51.
-    assert len(t["options"]) + len(t["skipped"]) == 51
+    # replica of it already ranks after the chosen: eleven GPUs of 8 per node (1, 2, 4, 8; MI355X
+    # from 0014), the GH200's 4 (1, 2, 4) and the GB200's 72 (1, 2, 4, 8, 16, 32, 64, 72):
+    # 11 x 4 + 3 + 8 = 55.
+    assert len(t["options"]) + len(t["skipped"]) == 55
     assert all(o["gpus_per_replica"] <= c["gpu_count"] for o in t["options"] if o["feasible"])
 
 

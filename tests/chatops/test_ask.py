@@ -51,7 +51,7 @@ def test_asking_the_same_thing_twice_is_two_requests_not_a_replay(
         json.loads(first[1])["text"]
         == json.loads(second[1])["text"]
         == (
-            "12 GPUs in the catalogue"  # 11 from migration 0002, GH200 from 0013
+            "13 GPUs in the catalogue"  # 11 from 0002, GH200 from 0013, MI355X from 0014
         )
     )
 

@@ -159,24 +159,30 @@ async def test_plan_without_a_gpu_lists_comfortable_plans_before_amber_ones(
     client: Client,
 ) -> None:
     # Default 8 x 8,192 tokens: 141,107,412,992 + 21,474,836,480 = 162,582,249,472 B, on the
-    # default driver basis. MI300X: 205,822,885,888 B x 0.9 -> 185,240,597,299 - 4 GB =
+    # default driver basis. MI355X (0014): 309,216,170,475 B x 0.9 -> 278,294,553,427 - 4 GB
+    # = 274,294,553,427: 111,712,303,955 B spare (104.0 GiB), 40.7%: fits, the most spare of
+    # the single GPUs. MI300X: 205,822,885,888 B x 0.9 -> 185,240,597,299 - 4 GB =
     # 181,240,597,299: 18,658,347,827 B spare (17.4 GiB), 10.3%: fits. B200: 183,359 MiB x 0.9
     # - 4 GB = 169,039,262,105: 3.8%, amber, so after every plan that fits. Two H200s:
     # 2 x 131,679,338,086 = 263,358,676,172: 100,776,426,700 B spare (93.9 GiB), 38.3%.
     answer = await ask(client, "plan llama-3.1-70b")
     verdict = str(answer["text"])
-    assert "*1 x AMD Instinct MI300X* (mi300x)" in verdict
-    assert "18.7 GB (17.4 GiB) spare (10.3%)" in verdict
+    assert "*1 x AMD Instinct MI355X* (mi355x)" in verdict
+    assert "111.7 GB (104.0 GiB) spare (40.7%)" in verdict
     text = everything(answer)
-    assert "2. 2 x H200 SXM 141GB (h200): 100.8 GB (93.9 GiB) spare (38.3%)" in text
+    assert "2. 1 x AMD Instinct MI300X (mi300x): 18.7 GB (17.4 GiB) spare (10.3%)" in text
+    assert "3. 2 x H200 SXM 141GB (h200): 100.8 GB (93.9 GiB) spare (38.3%)" in text
     assert "(b200)" not in text  # amber: below the five that fit comfortably
     assert "Ranked status first: plans that fit with at least 10% spare" in text
     # Marketed (the case): one B200 at 168.8 GB holds it with 3.7% spare (amber),
-    # two H200s at 2 x 122.9 GB with 83,217,750,528 B (77.5 GiB), 33.9%: the H200s come first.
+    # two H200s at 2 x 122.9 GB with 83,217,750,528 B (77.5 GiB), 33.9%: the H200s come
+    # before it, after one MI355X at 288 GB x 0.9 - 4 GB = 255.2 GB: 92,617,750,528 B (86.3
+    # GiB), 36.3%.
     marketed = await ask(client, "plan llama-3.1-70b marketed")
-    assert "*2 x H200 SXM 141GB* (h200), 83.2 GB (77.5 GiB) spare (33.9%), fits" in str(
+    assert "*1 x AMD Instinct MI355X* (mi355x), 92.6 GB (86.3 GiB) spare (36.3%), fits" in str(
         marketed["text"]
     )
+    assert "2. 2 x H200 SXM 141GB (h200): 83.2 GB (77.5 GiB) spare (33.9%)" in everything(marketed)
 
 
 async def test_plan_of_deepseek_v3_fp8_on_h100_takes_two_servers(client: Client) -> None:
@@ -213,7 +219,7 @@ async def test_offload_answers_tokens_per_second(client: Client) -> None:
 
 async def test_gpus_and_models_list_the_catalogue(client: Client) -> None:
     gpus = await ask(client, "gpus")
-    assert gpus["text"] == "12 GPUs in the catalogue"
+    assert gpus["text"] == "13 GPUs in the catalogue"
     assert "`h100-sxm` NVIDIA H100 SXM 80GB: 80.0 GB (74.5 GiB)" in everything(gpus)
     models = await ask(client, "models")
     assert models["text"] == "20 models in the catalogue"
@@ -276,4 +282,4 @@ async def test_a_warm_chat_command_reads_nothing_from_the_database(database_url:
     assert statements == []
     assert str(plan["text"]).startswith("*4 x H100 SXM")  # the display name, from the snapshot
     assert everything(matrix).count("\nh100-sxm ") == 1  # the matrix ran: one H100 line
-    assert gpus["text"] == "12 GPUs in the catalogue"
+    assert gpus["text"] == "13 GPUs in the catalogue"

@@ -60,7 +60,7 @@ def test_sync_client_answers_the_services_structs(base_url: str) -> None:
         assert (answer.gpu, answer.gpu_count, answer.spare_bytes) == ("h100-sxm", 4, 23_518_404_608)
         gpu = planner.gpu("h100")
         assert gpu.slug == "h100-sxm" and gpu.memory_bytes == 80 * 10**9
-        assert planner.gpus().total == 12 and planner.models().total == 20
+        assert planner.gpus().total == 13 and planner.models().total == 20  # MI355X: 0014
         assert planner.model("llama-3.1-70b").total_params == 70_553_706_496
 
 
@@ -76,13 +76,13 @@ async def test_async_client_matrix_and_offload(base_url: str) -> None:
         assert o.offloaded_bytes == 81_107_412_992
         csv_text = await planner.plan_csv(model="llama-3.1-70b")
         assert csv_text.splitlines()[0].startswith("rank,model,gpu,")
-        # The catalogue reads, async: the alias resolves; 12 GPUs and 20 models ship, so a
-        # page of 2 starting at 11 holds the last GPU only.
+        # The catalogue reads, async: the alias resolves; 13 GPUs and 20 models ship, so a
+        # page of 2 starting at 12 holds the last GPU only.
         gpu = await planner.gpu("h100")
         assert (gpu.slug, gpu.memory_bytes) == ("h100-sxm", 80 * 10**9)
         assert (await planner.model("llama-3.1-70b")).total_params == 70_553_706_496
-        page = await planner.gpus(limit=2, offset=11)
-        assert (page.total, len(page.items)) == (12, 1)
+        page = await planner.gpus(limit=2, offset=12)
+        assert (page.total, len(page.items)) == (13, 1)
         assert (await planner.models()).total == 20
 
 
@@ -215,6 +215,7 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
         ["matrix", "llama-3.1-70b", "mixtral-8x7b", "--format", "bf16", "--format", "int4"],
         ["offload", "llama-3.1-70b", "--gpu", "h100", "--count", "2", "--batch", "4"],
         ["plan", "llama-3.1-8b", "--gpu", "h100", "--method", "vllm", "--vllm-version", "0.19.0"],
+        ["plan", "llama-3.1-70b", "--gpu", "mi355", "--format", "fp8"],  # MI355X: 0014
     ],
 )
 def test_the_cli_local_mode_equals_the_server(

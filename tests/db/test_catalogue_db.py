@@ -41,8 +41,8 @@ async def test_shipped_row_counts(session: AsyncSession) -> None:
         for table in (Gpu, Interconnect, Model, Format)
     }
     assert counts == {
-        "gpus": 12,  # 11 from migration 0002, GH200 from 0013
-        "interconnects": 11,
+        "gpus": 13,  # 11 from migration 0002, GH200 from 0013, MI355X from 0014
+        "interconnects": 12,  # 11 from 0002, MI355X's Infinity Fabric from 0014
         "models": 20,  # 16 from 0002, Qwen3-Next 0007, Qwen3 14B 0012, two GLMs 0013
         "number_formats": len(FORMATS),
     }
@@ -72,6 +72,54 @@ async def test_gpu_spec_resolves_links(session: AsyncSession) -> None:
     mi300x = await gpu_spec(session, "mi300x")
     assert mi300x.driver_visible_bytes == 205_822_885_888
     assert [g.slug for g in await all_gpu_specs(session)][:3] == ["a100-40gb", "a100-80gb", "b200"]
+
+
+async def test_0014_ships_the_mi355x_with_its_sourced_figures(session: AsyncSession) -> None:
+    # The figures of gpus_0014.json's sources: AMD's MI350 table (288 GB HBM3E, 8 TB/s,
+    # 1,400 W, 2.5 / 5.0 PF dense BF16 / FP8 = 256 CUs x 4,096 / 8,192 FLOPs a clock x 2.4 GHz
+    # = 2,516.6 / 5,033.2 TFLOPS, MXFP4 in the matrix cores) and torch's 287.98 GiB total:
+    # 287.98 x 1,073,741,824 = 309,216,170,475 B (truncated). Reached by its alias.
+    row = await session.scalar(select(Gpu).where(Gpu.slug == "mi355x"))
+    assert row is not None
+    assert (row.vendor, row.architecture, row.memory_type) == ("AMD", "CDNA 4 (gfx950)", "HBM3E")
+    assert (row.memory_bytes, row.driver_visible_bytes) == (288 * 10**9, 309_216_170_475)
+    assert row.hbm_bytes_per_s == 8 * 10**12
+    assert (row.bf16_dense_tflops, row.fp8_dense_tflops, row.tdp_w) == (2516.6, 5033.2, 1400)
+    assert (row.fp8, row.fp4, row.gpus_per_node) == (True, True, 8)
+    assert row.aliases == ["mi355"]
+    assert row.sources and any("mi350.rst" in s for s in row.sources)
+    spec = await gpu_spec(session, "mi355")
+    assert spec.slug == "mi355x" and spec.capacity_bytes("driver") == 309_216_170_475
+    assert spec.compute_capability is None  # an AMD GPU: no CUDA compute capability
+    # Seven links of 16 lanes at 38.4 Gbps: 7 x 38.4e9 x 16 / 8 = 537.6 GB/s per direction
+    # (MI300X's row: 448); the host link is PCIe 5 x16's 64 GB/s.
+    assert spec.nvlink is not None and spec.nvlink.slug == "infinity-fabric-4"
+    assert spec.nvlink.bytes_per_s_per_direction == 537_600_000_000
+    assert spec.host_link is not None and spec.host_link.bytes_per_s_per_direction == 64 * 10**9
+
+
+def test_0014_downgrade_removes_the_mi355x_and_its_link(database_url: str) -> None:
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    engine = create_sync_engine(sync_url(database_url))
+
+    def present() -> tuple[bool, bool]:
+        with engine.begin() as conn:
+            gpu = conn.execute(text("SELECT count(*) FROM gpus WHERE slug = 'mi355x'")).scalar()
+            link = conn.execute(
+                text("SELECT count(*) FROM interconnects WHERE slug = 'infinity-fabric-4'")
+            ).scalar()
+        return gpu == 1, link == 1
+
+    try:
+        assert present() == (True, True)
+        downgrade(database_url, "0013")
+        assert present() == (False, False)
+        migrate(database_url)
+        assert present() == (True, True)
+    finally:
+        engine.dispose()
 
 
 async def test_lookups_raise_not_found_naming_the_field(session: AsyncSession) -> None:

@@ -18,7 +18,7 @@ import msgspec
 
 from service.sizing.errors import require
 
-Generation = Literal["ampere", "hopper", "ada", "blackwell", "cdna3"]
+Generation = Literal["ampere", "hopper", "ada", "blackwell", "cdna3", "cdna4"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm"]
 
 ARCHITECTURE_PREFIXES: tuple[tuple[str, Generation], ...] = (
@@ -27,6 +27,7 @@ ARCHITECTURE_PREFIXES: tuple[tuple[str, Generation], ...] = (
     ("ada", "ada"),
     ("blackwell", "blackwell"),
     ("cdna 3", "cdna3"),
+    ("cdna 4", "cdna4"),
 )
 """The catalogue's ``architecture`` field ("Hopper (sm_90)", "CDNA 3 (gfx942)") names the
 generation by its first words."""
@@ -76,6 +77,8 @@ FLOPS_FRACTION: dict[Generation, float] = {
     # Not verified: MI300X BF16 GEMMs reach ~600-650 of 1,307 TFLOPS (SemiAnalysis, Dec 2024,
     # as above).
     "cdna3": 0.47,
+    # Not verified: taken as CDNA 3's (no published MI355X GEMM measurement was found).
+    "cdna4": 0.47,
 }
 
 BANDWIDTH_FRACTION: dict[Generation, float] = {
@@ -89,6 +92,8 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
     # Not verified: MI300X ~4.0-4.3 of 5.3 TB/s in BabelStream (Chips and Cheese, "Testing
     # AMD's Giant MI300X", 2024).
     "cdna3": 0.8,
+    # Not verified: taken as CDNA 3's (no published MI355X streaming-read measurement was found).
+    "cdna4": 0.8,
 }
 
 STEP_OVERHEAD_S = 0.0

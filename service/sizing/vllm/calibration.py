@@ -13,6 +13,7 @@ DRIVER_RESERVE_BYTES: dict[str, int] = {
     "l40s": 728_298_946,
     "rtx-4090": 0,
     "mi300x": -314_000_000,
+    "mi355x": 0,
 }
 """A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
 (0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
@@ -24,7 +25,9 @@ the Llama 3.2 1B log's "Requested memory: 0.90 (util), 39.88 GiB" gives the same
 torch sees all of nvidia-smi's 24,564 MiB (23.99 GiB in the WSL2 Qwen2.5-0.5B log of 0.27.1;
 the RunPod Qwen3-8B budget adds up with the same total). MI300X: ROCm's torch
 reports 191.98 GiB (the MI300X Llama 3.1 8B runs on vLLM 0.28), 0.29 GiB MORE than the
-catalogue's driver figure (196,288 MiB), hence the negative reserve."""
+catalogue's driver figure (196,288 MiB), hence the negative reserve. MI355X: the catalogue's
+figure is torch's own total (287.98 GiB in HIP's out-of-memory message; no rocm-smi capture
+found), so nothing is taken off it."""
 SAMPLER_FACTOR_0_11 = 9.71
 SAMPLER_FACTOR_0_10 = 2.87
 SAMPLER_FACTOR_0_19 = 3.9

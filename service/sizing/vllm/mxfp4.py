@@ -16,8 +16,11 @@ def mxfp4_backend_for(gpu: GpuSpec, rules: ReleaseRules) -> Mxfp4Backend:
     which the 0.10.0 / 0.10.1 wheels (torch 2.7.1) are not: the H100 log of vLLM issue #23278
     (0.10.1) prints marlin_utils_fp4's "Weight-only FP4 compression will be used leveraging the
     Marlin kernel"; Marlin on everything below SM90 (A100, L40S, RTX 4090) and as the
-    fallback. Hopper is compute capability 9.x (the catalogue's architecture)."""
-    if gpu.fp4 and rules.mxfp4_native_backends:
+    fallback. Hopper is compute capability 9.x (the catalogue's architecture). The FlashInfer
+    path is CUDA's: an FP4-capable AMD GPU (MI355X, the catalogue's vendor) does not take it
+    and is sized as MI300X is; ROCm's own triton / CK backends are not modelled (no ROCm MXFP4
+    log collected)."""
+    if gpu.fp4 and gpu.vendor != "AMD" and rules.mxfp4_native_backends:
         return "flashinfer-trtllm"
     if gpu.is_hopper and rules.mxfp4_native_backends:
         return "triton-padded" if rules.triton_padded else "triton"

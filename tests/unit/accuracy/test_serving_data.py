@@ -230,7 +230,8 @@ def test_every_recorded_number_is_the_number_printed_in_the_runs_lines(run: dict
 def test_the_gpu_slug_is_a_catalogue_gpu_or_left_out(run: dict) -> None:
     slugs = {
         g["slug"]
-        for path in (GPUS_JSON, GPUS_JSON.with_name("gpus_0013.json"))  # migrations 0002, 0013
+        # migrations 0002, 0013, 0014
+        for path in (GPUS_JSON, *(GPUS_JSON.with_name(f"gpus_{r}.json") for r in ("0013", "0014")))
         for g in json.loads(path.read_text(encoding="utf-8"))
     }
     assert run["gpu"]["slug"] is None or run["gpu"]["slug"] in slugs

@@ -18,6 +18,7 @@ def test_the_generation_is_the_first_words_of_the_architecture() -> None:
     assert generation_of("Hopper (sm_90)") == "hopper"
     assert generation_of("Ada Lovelace (sm_89)") == "ada"
     assert generation_of("CDNA 3 (gfx942)") == "cdna3"
+    assert generation_of("CDNA 4 (gfx950)") == "cdna4"  # MI355X, migration 0014
     with pytest.raises(SizingError) as err:
         generation_of("Volta (sm_70)")
     assert err.value.field == "gpu.architecture"
@@ -33,6 +34,15 @@ def test_fp8_checkpoints_run_at_the_fp8_peak_where_the_gpu_has_fp8_tensor_cores(
     # MXFP4 dequantises to BF16 on Hopper; Blackwell (FP4 tensor cores) runs it at FP8's peak.
     assert peak_flops_per_s(h100, "mxfp4") == 989e12
     assert peak_flops_per_s(b200, "mxfp4") == 4500e12
+
+
+def test_the_mi355x_runs_fp8_and_mxfp4_at_its_fp8_peak() -> None:
+    # AMD's MI350 table: 2.5 / 5.0 PF dense BF16 / OCP-FP8, exactly 2,516.6 / 5,033.2 TFLOPS;
+    # MXFP4 in the matrix cores (fp4), so MXFP4 checkpoints take the FP8 peak as on Blackwell.
+    mi355x = local_catalogue().gpu("mi355x")
+    assert peak_flops_per_s(mi355x, "bf16") == 2516.6e12
+    assert peak_flops_per_s(mi355x, "fp8") == 5033.2e12
+    assert peak_flops_per_s(mi355x, "mxfp4") == 5033.2e12
 
 
 def _tp2(gpu: GpuSpec) -> ServingPrediction:

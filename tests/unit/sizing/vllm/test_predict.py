@@ -121,6 +121,17 @@ def test_mxfp4_backend_follows_gpu_and_version() -> None:
     assert mxfp4_backend_for(a100, last_of("v1-0.11")) == "marlin"
     assert mxfp4_backend_for(H100, last_of("v1-0.10")) == "marlin"  # 0.10.1 wheels: torch 2.7.1
     assert mxfp4_backend_for(H100, last_of("v1-0.11")) == "triton"
+    # FlashInfer's TRT-LLM layout is CUDA's: an FP4-capable AMD GPU (MI355X) is sized as
+    # MI300X is (Marlin's layout), an FP4-capable NVIDIA one (B200) takes it.
+    mi355x = GpuSpec(
+        slug="mi355x", vendor="AMD", fp4=True, memory_bytes=288 * 10**9, hbm_bytes_per_s=8 * 10**12
+    )
+    b200 = msgspec.structs.replace(mi355x, slug="b200", vendor="NVIDIA")
+    mi300x = msgspec.structs.replace(mi355x, slug="mi300x", fp4=False)
+    for release in ("v1-0.11", "v1-0.19"):
+        assert mxfp4_backend_for(mi355x, last_of(release)) == "marlin"
+        assert mxfp4_backend_for(mi300x, last_of(release)) == "marlin"
+        assert mxfp4_backend_for(b200, last_of(release)) == "flashinfer-trtllm"
     p = predict_vllm(GPT_OSS_120B, a100, EngineConfig(quantization="mxfp4", tensor_parallel_size=4))
     # The loaded weights plus the rotary cache every rank builds, 131,072 x 64 x 2 B, plus the
     # routers each rank holds whole (vLLM replicates them): 36 x 2,880 x 128 x 2 B, of which a
@@ -805,3 +816,16 @@ def test_a_max_model_len_beyond_the_models_own_does_not_start() -> None:
     assert "max_position_embeddings=131072" in too_long.failure
     at_limit = predict_vllm(LLAMA_8B, H100, EngineConfig(max_model_len=131_072))
     assert at_limit.failure is None or "User-specified" not in at_limit.failure
+
+
+def test_torch_sees_the_mi355x_catalogue_figure_whole() -> None:
+    # The catalogue's MI355X figure is torch's own total (287.98 GiB in HIP's out-of-memory
+    # message: 287.98 x 2^30 = 309,216,170,475 B), so no driver reserve comes off it; a GPU
+    # without a measured reserve loses the default 494,000,000 B.
+    from service.offline import local_catalogue
+    from service.sizing.vllm.defaults import torch_visible_bytes
+
+    mi355x = local_catalogue().gpu("mi355x")
+    assert torch_visible_bytes(mi355x) == 309_216_170_475
+    unmeasured = msgspec.structs.replace(mi355x, slug="my-mi355x")
+    assert torch_visible_bytes(unmeasured) == 309_216_170_475 - 494_000_000
