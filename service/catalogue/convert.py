@@ -22,9 +22,12 @@ def link_spec_of(row: "Interconnect") -> LinkSpec:
 
 
 def pcie_peer_to_peer(row: "Gpu") -> bool:
-    """NVIDIA's GeForce line has PCIe peer-to-peer disabled in the driver; the catalogue keeps
-    no column for it (adding one needs a migration), so the product line its name gives decides:
-    "NVIDIA GeForce RTX 4090"."""
+    """The row's ``pcie_peer_to_peer`` (migration 0015). A saved plan's snapshot taken before
+    that migration has no such column: it keeps the answer it was planned with, when the
+    GeForce line (PCIe peer-to-peer disabled in the driver) was told by the product name."""
+    stored: bool | None = getattr(row, "pcie_peer_to_peer", None)
+    if stored is not None:
+        return stored
     return not (row.vendor == "NVIDIA" and "GeForce" in row.name.split())
 
 

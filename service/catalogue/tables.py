@@ -56,6 +56,9 @@ class Gpu(CatalogueRow, IdentityAuditBase):
     fp8_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
     """Dense FP8 tensor-core peak (migration 0011); 0: no FP8 tensor cores, or not known."""
     tdp_w: Mapped[int] = mapped_column(Integer, default=0)
+    pcie_peer_to_peer: Mapped[bool] = mapped_column(Boolean, default=True)
+    """Two of these GPUs can read each other's memory over PCIe (migration 0015): false where
+    the driver refuses it (GeForce cards); vLLM's custom all-reduce needs it without NVLink."""
     # Prices (migration 0004): optional, in the currency's minor unit (cents), never floats.
     currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
     hourly_price_cents: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

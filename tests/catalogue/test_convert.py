@@ -3,10 +3,11 @@ migration added columns."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import msgspec
 
-from service.catalogue.convert import model_spec_of
+from service.catalogue.convert import gpu_spec_of, model_spec_of
 from service.catalogue.hf_config import import_config
 from service.catalogue.tables import Model
 from service.sizing.models import ModelSpec
@@ -64,3 +65,38 @@ def test_a_spec_stored_as_a_row_converts_back_unchanged() -> None:
     assert set(ModelSpec.__struct_fields__) <= columns
     row = Model(**{k: v for k, v in msgspec.to_builtins(spec).items() if k in columns})
     assert model_spec_of(row) == spec
+
+
+def _gpu_row(**fields: object) -> SimpleNamespace:
+    """A GPU row as the ORM or a snapshot holds it: attributes, no links."""
+    base: dict[str, object] = {
+        "slug": "x",
+        "name": "Acme X",
+        "vendor": "NVIDIA",
+        "architecture": "Ada Lovelace (sm_89)",
+        "memory_bytes": 24 * 10**9,
+        "driver_visible_bytes": 0,
+        "hbm_bytes_per_s": 10**12,
+        "nvlink": None,
+        "host_link": None,
+        "fp8": True,
+        "fp4": False,
+        "gpus_per_node": 8,
+        "bf16_dense_tflops": 0.0,
+    }
+    return SimpleNamespace(**{**base, **fields})
+
+
+def test_peer_to_peer_over_pcie_is_the_rows_column_not_its_name() -> None:
+    # Migration 0015: the column decides. A GeForce name with the column true is peer-capable
+    # (a driver that allows it), another name with it false is not.
+    geforce = _gpu_row(name="NVIDIA GeForce RTX 5090", pcie_peer_to_peer=True)
+    assert gpu_spec_of(geforce, {}).peer_to_peer  # type: ignore[arg-type]
+    refused = _gpu_row(name="Acme X", pcie_peer_to_peer=False)
+    assert not gpu_spec_of(refused, {}).peer_to_peer  # type: ignore[arg-type]
+
+
+def test_a_snapshot_from_before_0015_keeps_the_name_rule_it_was_planned_with() -> None:
+    # No pcie_peer_to_peer attribute: NVIDIA's GeForce line (P2P off in the driver) by name.
+    assert not gpu_spec_of(_gpu_row(name="NVIDIA GeForce RTX 4090"), {}).peer_to_peer  # type: ignore[arg-type]
+    assert gpu_spec_of(_gpu_row(name="NVIDIA L40S"), {}).peer_to_peer  # type: ignore[arg-type]

@@ -348,3 +348,25 @@ def test_0011_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> 
         assert stored["a100-80gb"] == (0.0, 312.0)
     finally:
         engine.dispose()
+
+
+def test_0015_keeps_pcie_peer_to_peer_true_but_for_the_rtx_4090(database_url: str) -> None:
+    # Upgraded from 0014: the column arrives NOT NULL and true for every row; gpu_updates.json
+    # turns it off for the RTX 4090 (its driver refuses PCIe peer access).
+    from sqlalchemy import create_engine as create_sync_engine
+    from sqlalchemy import text
+
+    engine = create_sync_engine(sync_url(database_url))
+    try:
+        downgrade(database_url, "0014")
+        assert "pcie_peer_to_peer" not in {c["name"] for c in inspect(engine).get_columns("gpus")}
+        migrate(database_url)
+        with engine.begin() as conn:
+            rows = conn.execute(text("SELECT slug, pcie_peer_to_peer FROM gpus"))
+            stored = {slug: bool(p2p) for slug, p2p in rows}
+        assert stored["rtx-4090"] is False
+        assert stored["l40s"] is True
+        assert stored["h100-pcie"] is True
+        assert [s for s, p2p in stored.items() if not p2p] == ["rtx-4090"]
+    finally:
+        engine.dispose()
