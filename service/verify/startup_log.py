@@ -17,7 +17,7 @@ import msgspec
 
 from service.sizing.errors import SizingError, require
 from service.sizing.units import GiB, MiB
-from service.verify.needles import lines_holding, needles
+from service.verify.needles import as_lines, lines_holding, needles
 
 EXPECTED_LINES = (
     "Model loading took X GiB",
@@ -360,14 +360,14 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     found: dict[str, object] = {}
     matched = 0
     w4a16_experts = False
-    lines = text.splitlines()
-    candidates = _candidates(lines)
-    for index, line in enumerate(lines):
-        if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
+    text = as_lines(text)
+    candidates = _candidates(text)
+    for start in sorted(candidates):  # in the log's order: the first line that says it wins
+        end = text.find("\n", start)
+        line = text[start:end] if end >= 0 else text[start:]
+        if len(line) < SHORTEST_LINE_CHARS:  # too short for any line read here
             continue
-        here = candidates.get(index)
-        if here is None:  # no pattern can match it: nothing below would happen
-            continue
+        here = candidates[start]
         hit = False
         for key, name, pattern in _KEYED_PATTERNS:
             if key not in here:
@@ -444,6 +444,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     )
 
 
-def _candidates(lines: list[str]) -> dict[int, set[str]]:
-    """Each line that holds a needed text: the keys of the patterns worth searching it with."""
-    return lines_holding(lines, _NEEDLES, _MARKS)
+def _candidates(text: str) -> dict[int, set[str]]:
+    """Each line that holds a needed text, by the offset where it starts in ``text`` (lines
+    broken by "\n" only): the keys of the patterns worth searching it with. No other line
+    can match a pattern, so the parser visits only these."""
+    return lines_holding(text, _NEEDLES, _MARKS)
