@@ -352,11 +352,69 @@ _SETTINGS = [
 ]
 _KEYED_PATTERNS = [(f"p:{name}", name, pattern) for name, pattern in _PATTERNS.items()]
 """The patterns with the keys their lines are marked with (built once, not per line)."""
+_ORDER = {
+    key: rank
+    for rank, key in enumerate(
+        [
+            *(key for key, _, _ in _KEYED_PATTERNS),
+            *(key for key, _, _ in _SETTINGS),
+            *(f"x:{name}" for name in _MISC),
+        ]
+    )
+}
+"""The order a line is searched in (lines' patterns, then settings, echoed before flags, then
+the rest): where two keys of one line set the same field, the first wins, as the log's first
+line that says it does."""
+_BY_KEY = {key: (name, pattern) for key, name, pattern in (*_KEYED_PATTERNS, *_SETTINGS)}
+_MISC_BY_KEY = {f"x:{name}": pattern for name, pattern in _MISC.items()}
+
+
+def _read_line(name: str, m: re.Match[str], line: str, found: dict[str, object]) -> None:
+    """What a _PATTERNS match on ``line`` sets (the first line that says it wins)."""
+    g = m.groups()
+    if name in _READS:
+        field, read = _READS[name]
+        found.setdefault(field, read(g[0]))
+    elif name == "concurrency":
+        found.setdefault("concurrency_tokens", _int(g[0]))
+        found.setdefault("max_concurrency", _f(g[1]))
+    elif name == "no_memory":
+        found["failed"] = True
+        found.setdefault("failure", "No available memory for the cache blocks")
+    elif name == "too_small":
+        found["failed"] = True
+        found.setdefault("max_model_len", _int(g[0]))
+        found.setdefault("kv_cache_bytes", _gib(g[2]))
+        found.setdefault(
+            "failure",
+            f"{g[1]} GiB of KV cache needed for one request of {g[0]} tokens, {g[2]} GiB available",
+        )
+    elif name == "v0_too_small":
+        found["failed"] = True
+        found.setdefault("failure", line.strip())
+
+
+def _read_setting(name: str, value: str, found: dict[str, object]) -> None:
+    """A setting the engine echoes or a flag sets (its first mention wins: callers skip a
+    setting already found)."""
+    if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
+        found[name] = None if value == "None" else value
+    elif name == "enforce_eager":
+        found[name] = value == "True"
+    elif name == "enable_lora":
+        found[name] = value != "False"  # the bare --enable-lora flag reads ""
+    elif name == "gpu_memory_utilization":
+        found[name] = _f(value)
+    elif name == "cpu_offload_bytes":
+        found[name] = _gib(value)
+    else:
+        found[name] = _int(value)
 
 
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     """Parse ``text``; raise SizingError (field ``log``) naming the expected lines when it holds
-    none of them."""
+    none of them. A line is searched only with the patterns whose needed text it holds
+    (_candidates), in _ORDER."""
     found: dict[str, object] = {}
     matched = 0
     w4a16_experts = False
@@ -369,63 +427,33 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
             continue
         here = candidates[start]
         hit = False
-        for key, name, pattern in _KEYED_PATTERNS:
-            if key not in here:
+        for key in sorted(here, key=_ORDER.__getitem__) if len(here) > 1 else here:
+            kind = key[0]
+            if kind == "x":
+                if not _MISC_BY_KEY[key].search(line):
+                    continue
+                if key == "x:w4a16_experts":
+                    w4a16_experts = True
+                elif key == "x:punica":
+                    found["enable_lora"] = True
+                elif key == "x:v2_runner":
+                    found["model_runner"] = "v2"
+                elif key == "x:compile_warm":
+                    found["compile_cache"] = "warm"
+                else:  # a graph compiled: cold, unless this or an earlier line loaded one
+                    found.setdefault("compile_cache", "cold")
                 continue
+            name, pattern = _BY_KEY[key]
+            if kind != "p" and name in found:
+                continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
             if not m:
                 continue
-            hit = True
-            g = m.groups()
-            if name in _READS:
-                field, read = _READS[name]
-                found.setdefault(field, read(g[0]))
-            elif name == "concurrency":
-                found.setdefault("concurrency_tokens", _int(g[0]))
-                found.setdefault("max_concurrency", _f(g[1]))
-            elif name == "no_memory":
-                found["failed"] = True
-                found.setdefault("failure", "No available memory for the cache blocks")
-            elif name == "too_small":
-                found["failed"] = True
-                found.setdefault("max_model_len", _int(g[0]))
-                found.setdefault("kv_cache_bytes", _gib(g[2]))
-                found.setdefault(
-                    "failure",
-                    f"{g[1]} GiB of KV cache needed for one request of {g[0]} tokens, "
-                    f"{g[2]} GiB available",
-                )
-            elif name == "v0_too_small":
-                found["failed"] = True
-                found.setdefault("failure", line.strip())
-        for key, name, pattern in _SETTINGS:
-            if name in found or key not in here:
-                continue  # the first line that says it wins: later ones are not read
-            m = pattern.search(line)
-            if m:
-                value = m.group(1)
-                if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
-                    found[name] = None if value == "None" else value
-                elif name == "enforce_eager":
-                    found[name] = value == "True"
-                elif name == "enable_lora":
-                    found[name] = value != "False"  # the bare --enable-lora flag reads ""
-                elif name == "gpu_memory_utilization":
-                    found[name] = _f(value)
-                elif name == "cpu_offload_bytes":
-                    found[name] = _gib(value)
-                else:
-                    found[name] = _int(value)
-        if "x:w4a16_experts" in here and _W4A16_EXPERTS.search(line):
-            w4a16_experts = True
-        if "x:punica" in here and _PUNICA.search(line):
-            found["enable_lora"] = True
-        if "x:v2_runner" in here and _V2_RUNNER.search(line):
-            found["model_runner"] = "v2"
-        if "x:compile_warm" in here and _COMPILE_WARM.search(line):
-            found["compile_cache"] = "warm"
-        elif "x:compile_cold" in here and _COMPILE_COLD.search(line):
-            found.setdefault("compile_cache", "cold")
+            if kind == "p":
+                hit = True
+                _read_line(name, m, line, found)
+            else:
+                _read_setting(name, m.group(1), found)
         matched += hit
     if w4a16_experts and found.get("quantization") == "compressed-tensors":
         found["quantization"] = "w4a16-experts"
