@@ -15,7 +15,7 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.errors import SizingError, require
+from service.sizing.errors import SizingError
 from service.sizing.units import GiB, MiB
 from service.verify.needles import as_lines, lines_holding, needles
 
@@ -106,11 +106,10 @@ infinite, as an int past Python's 4,300-digit limit, either an error."""
 def _digits(s: str, field: str) -> str:
     """A number the log prints, without its separators; a 422 on ``field`` for one too long to
     be real."""
-    require(
-        len(s) <= MAX_NUMBER_CHARS,
-        field,
-        f"a number of {len(s):,} characters ({s[:12]}...) is not one vLLM prints",
-    )
+    if len(s) > MAX_NUMBER_CHARS:  # the message only when raised
+        raise SizingError(
+            field, f"a number of {len(s):,} characters ({s[:12]}...) is not one vLLM prints"
+        )
     return s.replace(",", "")
 
 
@@ -234,7 +233,7 @@ _MISC: dict[str, re.Pattern[str]] = {
 }
 _NEEDS: dict[str, tuple[str, ...]] = {
     # _PATTERNS (the re.I ones are compared casefolded, as re.I compares)
-    "weights": ("took ",),
+    "weights": ("model loading took", "model weights took"),
     "weights_v0": ("model weights take",),
     "non_torch": ("non_torch_memory",),
     "activation": ("PyTorch activation peak memory",),
@@ -291,12 +290,13 @@ hold one, where a dozen short texts ("-q", "-tp") would each scan the whole log 
 _GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("f", _FLAGS), ("x", _MISC))
 
 
-_ANCHORS = ("z", "'", "K", "M", "T", "q", "v", "max_")
+_ANCHORS = ("z", "'", "K", "M", "T", "q", "v", "max_", "model weights t")
 """What several needed texts share, found with one scan of the log instead of one scan per
 text (each costs about 10 us over a 33,000-character paste): a character most lines of a
 start-up log lack ("z" is in nine texts, from "quantization" to "tensor_parallel_size", and
 in 3 of the benchmark's 200 lines; "'" in the echoed config only; "K" in "KV cache"), found as
-fast as memchr, or "max_" (six texts). A text takes the first anchor it holds; a text that
+fast as memchr, or "max_" (six texts), or "model weights t" (the weights' lines of V1 and V0:
+a long text is found faster than "took "). A text takes the first anchor it holds; a text that
 holds none is scanned alone."""
 _NEEDLES = needles(
     (
