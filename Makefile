@@ -33,6 +33,7 @@ openapi: install
 
 bench: install
 	$(BIN)/python bench/framework.py
+	$(BIN)/python bench/inprocess.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py

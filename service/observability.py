@@ -243,6 +243,7 @@ class RequestMiddleware:
         # The (counter, histogram) children of each (method, route, status): labels() looks
         # them up under a lock on every call; the routes are templates, so this stays small.
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._computed: dict[str, Any] = {}  # POST /plan's outcome counter, by plan status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -351,7 +352,12 @@ class RequestMiddleware:
 
     def _count(self, kind: str, status: str | None) -> None:
         if kind == "compute" and status is not None:
-            self.metrics.plan_outcomes.labels("compute", status).inc()
+            outcome = self._computed.get(status)
+            if outcome is None:  # a few statuses: each child looked up (under a lock) once
+                outcome = self._computed[status] = self.metrics.plan_outcomes.labels(
+                    "compute", status
+                )
+            outcome.inc()
         elif kind == "created":
             self.metrics.plans_created.inc()
             if status is not None:

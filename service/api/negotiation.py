@@ -181,6 +181,28 @@ _KEY_COLON = re.compile(rb'"[ \t\n\r]*:')
 """A quote, JSON whitespace, a colon: how every key ends (and, rarely, a string's ``\\":``)."""
 
 
+_COLON_NEXT = re.compile(rb"[ \t\n\r]*:")
+_QUOTES_ONE_BY_ONE = 128
+"""A body with at most this many quotes has them found one by one (bytes.find runs at memchr
+speed: about 2 us for a 33,000-byte pasted log with its dozen quotes, where the regex reads
+every byte in about 10 us); past that, the regex counts them."""
+
+
+def _key_colons(body: bytes) -> int:
+    """How many of ``body``'s quotes a colon follows, past JSON whitespace: what
+    ``len(_KEY_COLON.findall(body))`` counts."""
+    count = seen = 0
+    at = body.find(b'"')
+    while at >= 0:
+        seen += 1
+        if seen > _QUOTES_ONE_BY_ONE:
+            return len(_KEY_COLON.findall(body))
+        if _COLON_NEXT.match(body, at + 1):
+            count += 1
+        at = body.find(b'"', at + 1)
+    return count
+
+
 _COUNT_COLONS_BELOW = 4096
 """Bodies up to this many bytes first count every colon (it rarely exceeds their keys); a
 longer one (a pasted log, its timestamps full of colons) goes straight to the regex count."""
@@ -199,7 +221,7 @@ def check_json_shape(body: bytes, decoded: Any) -> None:
         raise _too_deep()
     if len(body) <= _COUNT_COLONS_BELOW and body.count(b":") <= keys:
         return  # a small body: counting every colon is cheaper than the regex, and suffices
-    if len(_KEY_COLON.findall(body)) <= keys:
+    if _key_colons(body) <= keys:
         return
     try:
         json.loads(body, object_pairs_hook=_refuse_duplicates)

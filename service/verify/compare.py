@@ -4,7 +4,7 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.errors import require
+from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
@@ -80,11 +80,10 @@ def check_echoed_flags(log: StartupLog) -> None:
     """Every flag ``config_from_log`` takes from the log lies in ``ECHOED_RANGES``."""
     for name, (low, high) in ECHOED_RANGES.items():
         value = getattr(log, name)
-        require(
-            value is None or low <= value <= high,
-            "log",
-            f"the log echoes {name} = {value}, outside {low:g} to {high:g}",
-        )
+        if value is not None and not low <= value <= high:  # the message only when raised
+            raise SizingError(
+                "log", f"the log echoes {name} = {value}, outside {low:g} to {high:g}"
+            )
 
 
 def config_from_log(

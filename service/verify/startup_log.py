@@ -15,9 +15,16 @@ from typing import Literal
 
 import msgspec
 
-from service.sizing.errors import SizingError, require
-from service.sizing.units import GiB, MiB
-from service.verify.needles import lines_holding, needles
+from service.sizing.errors import SizingError
+from service.verify.needles import as_lines, lines_holding, needles
+from service.verify.numbers import (
+    NUMBER,
+    NvidiaSmiGpu,
+    gib_bytes,
+    parse_nvidia_smi,
+    to_float,
+    to_int,
+)
 
 EXPECTED_LINES = (
     "Model loading took X GiB",
@@ -30,13 +37,6 @@ EXPECTED_LINES = (
     "No available memory for the cache blocks / ... KV cache is needed, which is larger than "
     "the available KV cache memory",
 )
-
-
-class NvidiaSmiGpu(msgspec.Struct, frozen=True, kw_only=True):
-    index: int
-    name: str
-    memory_used_bytes: int | None
-    memory_total_bytes: int | None
 
 
 class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,67 +86,29 @@ class StartupLog(msgspec.Struct, frozen=True, kw_only=True):
     matched_lines: int = 0
 
 
-_NUM = r"(-?(?:\d(?:[\d,]*\d)?(?:\.\d+)?|\.\d+))"
-r"""A printed number ("1,192,160", "0.95", ".5"). One way to match each digit run: with two
-adjacent runs that can both take digits (the former ``[\d,]*\.?\d+``) a long line of digits
-that then fails to match backtracks quadratically (a line as long as the 1 MiB body limit
-allows took about an hour)."""
-
-
 SHORTEST_LINE_CHARS = 4
 """The shortest line any pattern below reads ("-q x"): shorter ones (blank lines above all)
 are skipped before the sixty searches each line otherwise costs (a 1 MiB paste of empty lines
 took over three seconds)."""
-MAX_NUMBER_CHARS = 24
-"""The longest number the parser reads (digits, separators and the point): a real log's largest
-is a byte count of 12 digits. Longer is a corrupted or hostile paste: as a float it would be
-infinite, as an int past Python's 4,300-digit limit, either an error."""
-
-
-def _digits(s: str, field: str) -> str:
-    """A number the log prints, without its separators; a 422 on ``field`` for one too long to
-    be real."""
-    require(
-        len(s) <= MAX_NUMBER_CHARS,
-        field,
-        f"a number of {len(s):,} characters ({s[:12]}...) is not one vLLM prints",
-    )
-    return s.replace(",", "")
-
-
-def _f(s: str, field: str = "log") -> float:
-    return float(_digits(s, field))
-
-
-def _int(s: str, field: str = "log") -> int:
-    """A count ("1,192,160") exactly; one with a point or a sign through its float."""
-    digits = _digits(s, field)
-    return int(digits) if digits.isdecimal() else int(float(digits))
-
-
-def _gib(s: str) -> int:
-    return round(_f(s) * GiB)
-
-
 _PATTERNS: dict[str, re.Pattern[str]] = {
     "weights": re.compile(
-        r"(?:Model loading took|Loading model weights took) " + _NUM + r" ?Gi?B", re.I
+        r"(?:Model loading took|Loading model weights took) " + NUMBER + r" ?Gi?B", re.I
     ),
-    "weights_v0": re.compile(r"model weights take\s+" + _NUM + r" ?GiB", re.I),
-    "non_torch": re.compile(r"non_torch_memory(?: takes)?\s*(?:=\s*)?" + _NUM + r" ?GiB", re.I),
-    "activation": re.compile(r"PyTorch activation peak memory(?: takes)?\s+" + _NUM + r" ?GiB"),
-    "kv_rest": re.compile(r"the rest of the memory reserved for KV Cache is " + _NUM + r" ?GiB"),
-    "kv_v0_line": re.compile(r"available_kv_cache_memory\s+" + _NUM + r" ?GiB"),
-    "kv_size_v0": re.compile(r"kv_cache_size=" + _NUM + r"GiB"),
-    "kv_available": re.compile(r"Available KV cache memory: " + _NUM + r" GiB"),
-    "kv_tokens": re.compile(r"GPU KV cache size: " + _NUM + r" tokens"),
-    "blocks": re.compile(r"(?:# )?(?:GPU|cuda) blocks: " + _NUM, re.I),
+    "weights_v0": re.compile(r"model weights take\s+" + NUMBER + r" ?GiB", re.I),
+    "non_torch": re.compile(r"non_torch_memory(?: takes)?\s*(?:=\s*)?" + NUMBER + r" ?GiB", re.I),
+    "activation": re.compile(r"PyTorch activation peak memory(?: takes)?\s+" + NUMBER + r" ?GiB"),
+    "kv_rest": re.compile(r"the rest of the memory reserved for KV Cache is " + NUMBER + r" ?GiB"),
+    "kv_v0_line": re.compile(r"available_kv_cache_memory\s+" + NUMBER + r" ?GiB"),
+    "kv_size_v0": re.compile(r"kv_cache_size=" + NUMBER + r"GiB"),
+    "kv_available": re.compile(r"Available KV cache memory: " + NUMBER + r" GiB"),
+    "kv_tokens": re.compile(r"GPU KV cache size: " + NUMBER + r" tokens"),
+    "blocks": re.compile(r"(?:# )?(?:GPU|cuda) blocks: " + NUMBER, re.I),
     "concurrency": re.compile(
-        r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x"
+        r"Maximum concurrency for " + NUMBER + r" tokens per request: " + NUMBER + r"x"
     ),
-    "total": re.compile(r"total_gpu_memory\s*(?:[=(]\s*)?" + _NUM + r" ?GiB"),
-    "util_v0": re.compile(r"gpu_memory_utilization\s*(?:[=(]\s*)?" + _NUM),
-    "graphs": re.compile(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r" GiB"),
+    "total": re.compile(r"total_gpu_memory\s*(?:[=(]\s*)?" + NUMBER + r" ?GiB"),
+    "util_v0": re.compile(r"gpu_memory_utilization\s*(?:[=(]\s*)?" + NUMBER),
+    "graphs": re.compile(r"Graph capturing finished in [\d.]+ secs?, took " + NUMBER + r" GiB"),
     # "vLLM API server version 0.9.2", "LLM engine (v0.19.0) with config", and the 0.19+
     # banner "... █ ▀▄▀ █  version 0.19.1".
     "version": re.compile(
@@ -155,28 +117,28 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     "unsloth": re.compile(r"Unsloth (\d{4}\.\d+\.\d+): Fast \w+ patching"),
     "no_memory": re.compile(r"No available memory for the cache blocks"),
     "too_small": re.compile(
-        r"max seq len \(" + _NUM + r"\), \(" + _NUM + r" GiB KV cache is needed, which is larger "
-        r"than the available KV cache memory \(" + _NUM + r" GiB\)"
+        rf"max seq len \({NUMBER}\), \({NUMBER} GiB KV cache is needed, which is larger "
+        rf"than the available KV cache memory \({NUMBER} GiB\)"
     ),
     "v0_too_small": re.compile(
-        r"The model's max seq len \(" + _NUM + r"\) is larger than the maximum number of tokens"
+        r"The model's max seq len \(" + NUMBER + r"\) is larger than the maximum number of tokens"
     ),
 }
 
 _READS: dict[str, tuple[str, Callable[[str], object]]] = {
-    "weights": ("weights_bytes", _gib),
-    "weights_v0": ("weights_bytes", _gib),
-    "non_torch": ("non_torch_bytes", _gib),
-    "activation": ("activation_bytes", _gib),
-    "kv_rest": ("kv_cache_bytes", _gib),
-    "kv_v0_line": ("kv_cache_bytes", _gib),
-    "kv_size_v0": ("kv_cache_bytes", _gib),
-    "kv_available": ("kv_cache_bytes", _gib),
-    "kv_tokens": ("kv_cache_tokens", _int),
-    "blocks": ("gpu_blocks", _int),
-    "total": ("total_gpu_memory_bytes", _gib),
-    "util_v0": ("gpu_memory_utilization", _f),
-    "graphs": ("cuda_graph_bytes", _gib),
+    "weights": ("weights_bytes", gib_bytes),
+    "weights_v0": ("weights_bytes", gib_bytes),
+    "non_torch": ("non_torch_bytes", gib_bytes),
+    "activation": ("activation_bytes", gib_bytes),
+    "kv_rest": ("kv_cache_bytes", gib_bytes),
+    "kv_v0_line": ("kv_cache_bytes", gib_bytes),
+    "kv_size_v0": ("kv_cache_bytes", gib_bytes),
+    "kv_available": ("kv_cache_bytes", gib_bytes),
+    "kv_tokens": ("kv_cache_tokens", to_int),
+    "blocks": ("gpu_blocks", to_int),
+    "total": ("total_gpu_memory_bytes", gib_bytes),
+    "util_v0": ("gpu_memory_utilization", to_float),
+    "graphs": ("cuda_graph_bytes", gib_bytes),
     "version": ("vllm_version", str),
     "unsloth": ("unsloth_version", str),
 }
@@ -234,7 +196,7 @@ _MISC: dict[str, re.Pattern[str]] = {
 }
 _NEEDS: dict[str, tuple[str, ...]] = {
     # _PATTERNS (the re.I ones are compared casefolded, as re.I compares)
-    "weights": ("took ",),
+    "weights": ("model loading took", "model weights took"),
     "weights_v0": ("model weights take",),
     "non_torch": ("non_torch_memory",),
     "activation": ("PyTorch activation peak memory",),
@@ -291,12 +253,13 @@ hold one, where a dozen short texts ("-q", "-tp") would each scan the whole log 
 _GROUPS = (("p", _PATTERNS), ("s", _CONFIG), ("f", _FLAGS), ("x", _MISC))
 
 
-_ANCHORS = ("z", "'", "K", "M", "T", "q", "v", "max_")
+_ANCHORS = ("z", "'", "K", "M", "T", "q", "v", "max_", "model weights t")
 """What several needed texts share, found with one scan of the log instead of one scan per
 text (each costs about 10 us over a 33,000-character paste): a character most lines of a
 start-up log lack ("z" is in nine texts, from "quantization" to "tensor_parallel_size", and
 in 3 of the benchmark's 200 lines; "'" in the echoed config only; "K" in "KV cache"), found as
-fast as memchr, or "max_" (six texts). A text takes the first anchor it holds; a text that
+fast as memchr, or "max_" (six texts), or "model weights t" (the weights' lines of V1 and V0:
+a long text is found faster than "took "). A text takes the first anchor it holds; a text that
 holds none is scanned alone."""
 _NEEDLES = needles(
     (
@@ -310,122 +273,114 @@ _NEEDLES = needles(
 _MARKS = [(_FLAG_MARK, frozenset(f"f:{name}" for name in _FLAGS if name not in _FLAG_NEEDS))]
 
 
-def parse_nvidia_smi(csv: str) -> list[NvidiaSmiGpu]:
-    """``nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`` (MiB)."""
-    gpus: list[NvidiaSmiGpu] = []
-    lines = [ln.strip() for ln in csv.strip().splitlines() if ln.strip()]
-    if not lines:
-        return gpus
-    header = [h.strip().lower() for h in lines[0].split(",")]
-    if not any(h.startswith("index") for h in header):
-        raise SizingError(
-            "nvidia_smi",
-            "expected the CSV of nvidia-smi --query-gpu=index,name,memory.used,memory.total "
-            "--format=csv, starting with its header line",
-        )
-
-    def mib(value: str) -> int | None:
-        m = re.search(r"([\d.]+)\s*MiB", value)
-        return round(_f(m.group(1), "nvidia_smi") * MiB) if m else None
-
-    for row in lines[1:]:
-        cells = [c.strip() for c in row.split(",")]
-        if len(cells) != len(header) or not cells[0].isdecimal():
-            raise SizingError("nvidia_smi", f"cannot read the row {row!r}")
-        by = dict(zip(header, cells, strict=True))
-        used = next((v for k, v in by.items() if k.startswith("memory.used")), "")
-        total = next((v for k, v in by.items() if k.startswith("memory.total")), "")
-        gpus.append(
-            NvidiaSmiGpu(
-                index=_int(cells[0], "nvidia_smi"),
-                name=by.get("name", ""),
-                memory_used_bytes=mib(used),
-                memory_total_bytes=mib(total),
-            )
-        )
-    return gpus
-
-
 _SETTINGS = [
     *((f"s:{n}", n, p) for n, p in _CONFIG.items()),
     *((f"f:{n}", n, p) for n, p in _FLAGS.items()),
 ]
 _KEYED_PATTERNS = [(f"p:{name}", name, pattern) for name, pattern in _PATTERNS.items()]
 """The patterns with the keys their lines are marked with (built once, not per line)."""
+_ORDER = {
+    key: rank
+    for rank, key in enumerate(
+        [
+            *(key for key, _, _ in _KEYED_PATTERNS),
+            *(key for key, _, _ in _SETTINGS),
+            *(f"x:{name}" for name in _MISC),
+        ]
+    )
+}
+"""The order a line is searched in (lines' patterns, then settings, echoed before flags, then
+the rest): where two keys of one line set the same field, the first wins, as the log's first
+line that says it does."""
+_BY_KEY = {key: (name, pattern) for key, name, pattern in (*_KEYED_PATTERNS, *_SETTINGS)}
+_MISC_BY_KEY = {f"x:{name}": pattern for name, pattern in _MISC.items()}
+
+
+def _read_line(name: str, m: re.Match[str], line: str, found: dict[str, object]) -> None:
+    """What a _PATTERNS match on ``line`` sets (the first line that says it wins)."""
+    g = m.groups()
+    if name in _READS:
+        field, read = _READS[name]
+        found.setdefault(field, read(g[0]))
+    elif name == "concurrency":
+        found.setdefault("concurrency_tokens", to_int(g[0]))
+        found.setdefault("max_concurrency", to_float(g[1]))
+    elif name == "no_memory":
+        found["failed"] = True
+        found.setdefault("failure", "No available memory for the cache blocks")
+    elif name == "too_small":
+        found["failed"] = True
+        found.setdefault("max_model_len", to_int(g[0]))
+        found.setdefault("kv_cache_bytes", gib_bytes(g[2]))
+        found.setdefault(
+            "failure",
+            f"{g[1]} GiB of KV cache needed for one request of {g[0]} tokens, {g[2]} GiB available",
+        )
+    elif name == "v0_too_small":
+        found["failed"] = True
+        found.setdefault("failure", line.strip())
+
+
+def _read_setting(name: str, value: str, found: dict[str, object]) -> None:
+    """A setting the engine echoes or a flag sets (its first mention wins: callers skip a
+    setting already found)."""
+    if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
+        found[name] = None if value == "None" else value
+    elif name == "enforce_eager":
+        found[name] = value == "True"
+    elif name == "enable_lora":
+        found[name] = value != "False"  # the bare --enable-lora flag reads ""
+    elif name == "gpu_memory_utilization":
+        found[name] = to_float(value)
+    elif name == "cpu_offload_bytes":
+        found[name] = gib_bytes(value)
+    else:
+        found[name] = to_int(value)
 
 
 def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     """Parse ``text``; raise SizingError (field ``log``) naming the expected lines when it holds
-    none of them."""
+    none of them. A line is searched only with the patterns whose needed text it holds
+    (_candidates), in _ORDER."""
     found: dict[str, object] = {}
     matched = 0
     w4a16_experts = False
-    lines = text.splitlines()
-    candidates = _candidates(lines)
-    for index, line in enumerate(lines):
-        if len(line) < SHORTEST_LINE_CHARS:  # blank or too short for any line read here
+    text = as_lines(text)
+    candidates = _candidates(text)
+    for start in sorted(candidates):  # in the log's order: the first line that says it wins
+        end = text.find("\n", start)
+        line = text[start:end] if end >= 0 else text[start:]
+        if len(line) < SHORTEST_LINE_CHARS:  # too short for any line read here
             continue
-        here = candidates.get(index)
-        if here is None:  # no pattern can match it: nothing below would happen
-            continue
+        here = candidates[start]
         hit = False
-        for key, name, pattern in _KEYED_PATTERNS:
-            if key not in here:
+        for key in sorted(here, key=_ORDER.__getitem__) if len(here) > 1 else here:
+            kind = key[0]
+            if kind == "x":
+                if not _MISC_BY_KEY[key].search(line):
+                    continue
+                if key == "x:w4a16_experts":
+                    w4a16_experts = True
+                elif key == "x:punica":
+                    found["enable_lora"] = True
+                elif key == "x:v2_runner":
+                    found["model_runner"] = "v2"
+                elif key == "x:compile_warm":
+                    found["compile_cache"] = "warm"
+                else:  # a graph compiled: cold, unless this or an earlier line loaded one
+                    found.setdefault("compile_cache", "cold")
                 continue
+            name, pattern = _BY_KEY[key]
+            if kind != "p" and name in found:
+                continue  # the first line that says it wins: later ones are not read
             m = pattern.search(line)
             if not m:
                 continue
-            hit = True
-            g = m.groups()
-            if name in _READS:
-                field, read = _READS[name]
-                found.setdefault(field, read(g[0]))
-            elif name == "concurrency":
-                found.setdefault("concurrency_tokens", _int(g[0]))
-                found.setdefault("max_concurrency", _f(g[1]))
-            elif name == "no_memory":
-                found["failed"] = True
-                found.setdefault("failure", "No available memory for the cache blocks")
-            elif name == "too_small":
-                found["failed"] = True
-                found.setdefault("max_model_len", _int(g[0]))
-                found.setdefault("kv_cache_bytes", _gib(g[2]))
-                found.setdefault(
-                    "failure",
-                    f"{g[1]} GiB of KV cache needed for one request of {g[0]} tokens, "
-                    f"{g[2]} GiB available",
-                )
-            elif name == "v0_too_small":
-                found["failed"] = True
-                found.setdefault("failure", line.strip())
-        for key, name, pattern in _SETTINGS:
-            if name in found or key not in here:
-                continue  # the first line that says it wins: later ones are not read
-            m = pattern.search(line)
-            if m:
-                value = m.group(1)
-                if name in ("model", "quantization", "kv_cache_dtype", "dtype"):
-                    found[name] = None if value == "None" else value
-                elif name == "enforce_eager":
-                    found[name] = value == "True"
-                elif name == "enable_lora":
-                    found[name] = value != "False"  # the bare --enable-lora flag reads ""
-                elif name == "gpu_memory_utilization":
-                    found[name] = _f(value)
-                elif name == "cpu_offload_bytes":
-                    found[name] = _gib(value)
-                else:
-                    found[name] = _int(value)
-        if "x:w4a16_experts" in here and _W4A16_EXPERTS.search(line):
-            w4a16_experts = True
-        if "x:punica" in here and _PUNICA.search(line):
-            found["enable_lora"] = True
-        if "x:v2_runner" in here and _V2_RUNNER.search(line):
-            found["model_runner"] = "v2"
-        if "x:compile_warm" in here and _COMPILE_WARM.search(line):
-            found["compile_cache"] = "warm"
-        elif "x:compile_cold" in here and _COMPILE_COLD.search(line):
-            found.setdefault("compile_cache", "cold")
+            if kind == "p":
+                hit = True
+                _read_line(name, m, line, found)
+            else:
+                _read_setting(name, m.group(1), found)
         matched += hit
     if w4a16_experts and found.get("quantization") == "compressed-tensors":
         found["quantization"] = "w4a16-experts"
@@ -444,6 +399,8 @@ def parse_startup_log(text: str, nvidia_smi: str | None = None) -> StartupLog:
     )
 
 
-def _candidates(lines: list[str]) -> dict[int, set[str]]:
-    """Each line that holds a needed text: the keys of the patterns worth searching it with."""
-    return lines_holding(lines, _NEEDLES, _MARKS)
+def _candidates(text: str) -> dict[int, set[str]]:
+    """Each line that holds a needed text, by the offset where it starts in ``text`` (lines
+    broken by "\n" only): the keys of the patterns worth searching it with. No other line
+    can match a pattern, so the parser visits only these."""
+    return lines_holding(text, _NEEDLES, _MARKS)

@@ -141,6 +141,31 @@ async def test_a_key_twice_in_one_object_is_a_400_naming_it(
     assert (await client.post("/plans", json=fine, headers=keys["planner"])).status_code == 201
 
 
+def _verify_body(log: str, *pairs: str) -> bytes:
+    """A /verify body written by hand: the log as JSON encodes it, then ``pairs`` as they are."""
+    return ('{"log": ' + json.dumps(log) + ", " + ", ".join(pairs) + "}").encode()
+
+
+@pytest.mark.parametrize("quotes", [0, 500])
+async def test_a_key_twice_beside_a_long_pasted_log_is_a_400_naming_it(
+    client: Client, quotes: int
+) -> None:
+    # A log of 200 lines (over 4 kB, its timestamps full of colons): the key colons are then
+    # counted after each quote; with 500 quotes in the log (each escaped: \") by the regex.
+    lines = [f"INFO 11-29 19:48:{i % 60:02d} [x.py:1] line {i}" for i in range(200)]
+    log = "\n".join(lines) + '"' * quotes
+    twice = _verify_body(log, '"model": "llama-3.1-8b"', '"gpu": "h200"', '"gpu": "h100-sxm"')
+    problem = _problem(
+        await client.post("/verify", content=twice, headers=JSON_HEADERS), 400, "gpu"
+    )
+    assert "twice" in problem["detail"]
+    # Quotes in the log followed by colons (\": in the body) are no keys: no repeat, so the
+    # log is read (and holds no start-up line: the 422 on the log, past the JSON checks).
+    colons = _verify_body(log + ' "a": 1, "b" : 2', '"model": "llama-3.1-8b"', '"gpu": "h200"')
+    response = await client.post("/verify", content=colons, headers=JSON_HEADERS)
+    _problem(response, 422, "log")
+
+
 SERVED_BY_PLAN = ("application/json", "text/markdown", "text/csv", "image/svg+xml")
 
 

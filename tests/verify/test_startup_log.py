@@ -234,3 +234,13 @@ def test_blank_and_very_short_lines_are_skipped_but_a_short_flag_is_read() -> No
     # Lines under four characters carry nothing the parser reads; "-q x" (four) still counts.
     log = parse_startup_log("\n\n ab\n-q fp8\n\nGPU KV cache size: 1,000 tokens\n")
     assert (log.quantization, log.kv_cache_tokens, log.matched_lines) == ("fp8", 1000, 1)
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\u2028", "\x0c", "\n"])
+def test_a_line_ends_at_any_line_break(newline: str) -> None:
+    # The failure is the line itself, stripped: it ends at the break, whichever str.splitlines
+    # takes (Windows' "\r\n", a form feed, U+2028), and the next line is read on its own.
+    failure = "The model's max seq len (4096) is larger than the maximum number of tokens"
+    text = newline.join([failure, "GPU KV cache size: 2,000 tokens", ""])
+    log = parse_startup_log(text)
+    assert (log.failure, log.kv_cache_tokens, log.matched_lines) == (failure, 2000, 2)

@@ -28,7 +28,11 @@ def texts() -> list[str]:
         rnd.shuffle(lines)
         # re.IGNORECASE matches the Kelvin sign for k and the long s for s: so must the guard.
         odd = text.replace("k", "\u212a").replace("s", "\u017f")
-        out += [text, "\n".join(lines), text.upper(), text.lower(), odd]
+        # Other line breaks (str.splitlines's), and a first line whose "ß" casefolds to "ss",
+        # so that no offset means the same in the casefolded text.
+        crlf, seps = text.replace("\n", "\r\n"), text.replace("\n", "\u2028")
+        out += [text, "\n".join(lines), text.upper(), text.lower(), odd, crlf, seps]
+        out.append("Straße\n" + text + "\n")
     return out
 
 
@@ -44,8 +48,10 @@ def test_the_guards_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     guarded = [parsed(t) for t in corpus]
     every = {f"{g}:{name}" for g, patterns in startup_log._GROUPS for name in patterns}
 
-    def all_candidates(lines: list[str]) -> dict[int, set[str]]:
-        return {i: every for i in range(len(lines))}  # every line, every pattern: the old way
+    def all_candidates(text: str) -> dict[int, set[str]]:
+        # Every line (by its start), every pattern: the old way.
+        starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        return dict.fromkeys(starts, every)
 
     monkeypatch.setattr(startup_log, "_candidates", all_candidates)
     assert [parsed(t) for t in corpus] == guarded
@@ -56,9 +62,10 @@ def test_every_pattern_has_a_guard_and_a_line_holds_its_candidates() -> None:
     names = {name for _, patterns in startup_log._GROUPS for name in patterns}
     assert names == set(startup_log._NEEDS)
     lines = ["INFO Model loading took 15.0 GiB", "nothing here", "GPU KV cache size: 9 tokens"]
-    found = startup_log._candidates(lines)
-    assert set(found) == {0, 2}  # the middle line holds no needed text: never searched
-    assert "p:weights" in found[0] and "p:kv_tokens" in found[2]
+    found = startup_log._candidates("\n".join(lines))
+    # By the offset each line starts at: 0, then 32 + 1 and 12 + 1 characters on (46).
+    assert set(found) == {0, 46}  # the middle line holds no needed text: never searched
+    assert "p:weights" in found[0] and "p:kv_tokens" in found[46]
     assert "p:kv_tokens" not in found[0]
 
 

@@ -9,11 +9,12 @@ release, and what the API calls ``engine_version``.
 
 import functools
 import re
+from bisect import bisect_right
 from typing import Literal
 
 import msgspec
 
-from service.sizing.errors import require
+from service.sizing.errors import SizingError
 from service.sizing.vllm.calibration import (
     NON_TORCH_BYTES_0_11,
     NON_TORCH_BYTES_0_19,
@@ -286,9 +287,14 @@ def release_of(version: str) -> Release | None:
     return int(m[1]), int(m[2]), patch
 
 
+_FIRSTS = tuple(row.first for row in RELEASES)
+assert list(_FIRSTS) == sorted(_FIRSTS), "RELEASES runs oldest first"
+
+
 def rules_of(release: Release) -> ReleaseRules:
-    """The rules of a release; one before 0.5 (not modelled) gets the first row's."""
-    return ([row for row in RELEASES if row.first <= release] or [RELEASES[0]])[-1]
+    """The rules of a release (the last row it has reached: RELEASES runs oldest first); one
+    before 0.5 (not modelled) gets the first row's."""
+    return RELEASES[max(bisect_right(_FIRSTS, release) - 1, 0)]
 
 
 def last_of(era: EngineEra) -> ReleaseRules:
@@ -321,7 +327,6 @@ def era_of_version(
     release = release_of(version)
     if release is None:
         return later
-    require(
-        release >= RELEASES[0].first, field, f"vLLM {version} predates the modelled releases (0.5+)"
-    )
+    if release < RELEASES[0].first:  # the message only when raised
+        raise SizingError(field, f"vLLM {version} predates the modelled releases (0.5+)")
     return rules_of(release).era
