@@ -11,7 +11,6 @@ from typing import Any
 from service.catalogue.memory import snapshot_of
 from service.plans.compute import answer_matrix, answer_offload
 from service.plans.evaluate import answer_plan, model_from_config, weight_format_of
-from service.plans.speed import answer_speed
 from service.schemas.compute import DEFAULT_MATRIX_FORMATS, MatrixRequest, OffloadRequest
 from service.schemas.plan import PlanAnswer, PlanRequest, TrainingAnswer
 from service.schemas.speed import SpeedAnswer, SpeedRequest
@@ -197,6 +196,8 @@ def local_speed(request: SpeedRequest) -> SpeedAnswer:
     weights, kv = cat.formats_for(
         weight_format_of(request.weight_format, model.checkpoint_format), request.kv_format
     )
+    from service.plans.speed import answer_speed  # the serving model, only for speed
+
     return answer_speed(request, model, cat.gpu(request.gpu), weights, kv)
 
 

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from service.plans.compute import workload_of
-from service.plans.serving import traffic_plan
 from service.schemas.plan import (
     PlanAnswer,
     PlanOption,
@@ -212,6 +211,8 @@ def answer_plan(
     if data.traffic is None:
         return answer
     require(data.workload == "inference", "traffic", "traffic plans inference only")
+    from service.plans.serving import traffic_plan  # only for traffic (see answer_matrix)
+
     planned = traffic_plan(
         data.traffic,
         model,

@@ -58,8 +58,8 @@ class Traffic(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     tpot_s: LimitSeconds | None = None
     """Mean time per output token after the first at most this (null: no limit)."""
     max_utilisation: Annotated[float, Meta(ge=0.01, le=1)] = 0.9
-    """The largest share of a replica's capacity to plan on: the model's open-loop TTFT leaves
-    out the queue that grows without bound as the load nears capacity."""
+    """The largest share of a replica's capacity to plan on: a margin for traffic burstier than
+    the Poisson arrivals whose queueing the open-loop TTFT counts, and for the model's error."""
     engine: Engine = "vllm"
     rank_by: TrafficRankBy = "hourly_cost"
     """hourly_cost: the cheapest option (GPUs without an hourly price after the priced ones,
