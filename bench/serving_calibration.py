@@ -22,15 +22,24 @@ from typing import Any
 
 from service.accuracy.serving import load_runs, predict_run, prepare
 
-STEP_OVERHEADS_S = (0.0, 1e-3)
-KERNEL_OVERHEADS_S = (0.0, 2e-6, 4e-6, 6e-6)
-SEQUENCE_OVERHEADS_S = (80e-6, 120e-6, 160e-6, 200e-6, 240e-6)
-EXPERT_EFFICIENCIES = (1.0, 0.7, 0.5, 0.35, 0.2)
-EXPERT_HALF_TOKENS = (0.0, 1.0, 2.0)
+STEP_OVERHEADS_S = (0.0,)
+KERNEL_OVERHEADS_S = (0.0, 4e-6)
+SEQUENCE_OVERHEADS_S = (0.0, 20e-6, 40e-6, 60e-6)
+EXPERT_EFFICIENCIES = (0.7, 0.5)
+EXPERT_HALF_TOKENS = (2.0,)
+KERNEL_OVERLAPS = (1.0, 0.5, 0.0)
+FP8_FLOPS_SCALES = (1.0, 0.75, 0.5)
+SHAREGPT_SHAPES = (0.8, 0.65, 0.5)
 
 
-def score(runs: list[tuple[dict[str, Any], Any]], **factors: float) -> tuple[float, ...]:
-    errs = [e for run, ready in runs if (e := predict_run(run, ready, **factors).errors())]
+def score(
+    runs: list[tuple[dict[str, Any], Any]], sharegpt_shape: float, **factors: float
+) -> tuple[float, ...]:
+    errs = [
+        e
+        for run, ready in runs
+        if (e := predict_run(run, ready, sharegpt_shape, **factors).errors())
+    ]
     out = statistics.median(abs(e[0]) for e in errs)
     tpot = statistics.median(abs(e[1]) for e in errs)
     within = sum(1 for e in errs if abs(e[0]) <= 0.25 and abs(e[1]) <= 0.25) / len(errs)
@@ -48,22 +57,29 @@ def main() -> None:
         SEQUENCE_OVERHEADS_S,
         EXPERT_EFFICIENCIES,
         EXPERT_HALF_TOKENS,
+        KERNEL_OVERLAPS,
+        FP8_FLOPS_SCALES,
+        SHAREGPT_SHAPES,
     )
-    for o, lo, so, x, half in grid:
+    for o, lo, so, x, half, hide, f8, k in grid:
         s = score(
             runs,
+            sharegpt_shape=k,
             step_overhead_s=o,
             kernel_overhead_s=lo,
             sequence_overhead_s=so,
             expert_efficiency=x,
             expert_half_tokens=half,
+            kernel_overlap=hide,
+            fp8_flops_scale=f8,
         )
         if best is None or s[:2] < best[0][:2]:
-            best = (s, o, lo, so, x, half)
+            best = (s, o, lo, so, x, half, hide, f8, k)
     assert best is not None
-    (_, within, out, tpot), o, lo, so, x, half = best
+    (_, within, out, tpot), o, lo, so, x, half, hide, f8, k = best
     print(f"STEP_OVERHEAD_S {o}, KERNEL_OVERHEAD_S {lo}, SEQUENCE_OVERHEAD_S {so}, ", end="")
-    print(f"EXPERT_EFFICIENCY {x}, EXPERT_HALF_TOKENS {half}")
+    print(f"EXPERT_EFFICIENCY {x}, EXPERT_HALF_TOKENS {half}, KERNEL_OVERLAP {hide}, ", end="")
+    print(f"FP8_FLOPS_SCALE {f8}, SHAREGPT_WEIBULL_SHAPE {k}")
     print(f"calibration: median |error| output {out:.0%}, TPOT {tpot:.0%}", end="")
     print(f", both within 25% {-within:.0%}")
 

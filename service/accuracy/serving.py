@@ -22,7 +22,7 @@ import msgspec
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import limits_for_engine
+from service.sizing.serving.engines import async_scheduling, limits_for_engine
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -197,14 +197,24 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         return f"{exc.field}: {exc.message}"
     # Another engine runs its own batch limits (the serve command's flags are vLLM's).
     limits = limits_for_engine(limits, run["engine"])
+    overlap = async_scheduling(
+        run["engine"],
+        run["engine_version"],
+        "--async-scheduling" in command and "--no-async-scheduling" not in command,
+    )
+    costs = msgspec.structs.replace(costs, async_scheduling=overlap)
     return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
 
 
 def predict_run(
-    run: dict[str, Any], prepared: Prepared | str | None = None, **factors: float
+    run: dict[str, Any],
+    prepared: Prepared | str | None = None,
+    sharegpt_shape: float | None = None,
+    **factors: float,
 ) -> RunResult:
     """``prepared``: ``prepare(run)`` done before; ``factors``: replace the fitted constants
-    (``efficiency_for``'s keyword arguments; the calibration script's search)."""
+    (``efficiency_for``'s keyword arguments; the calibration script's search), and
+    ``sharegpt_shape`` the ShareGPT lengths' Weibull shape."""
     base = _base(run)
     ready = prepare(run) if prepared is None else prepared
     if isinstance(ready, str):
@@ -212,7 +222,8 @@ def predict_run(
     engine: Engine = run["engine"]
     try:
         eff = efficiency_for(ready.architecture, engine, **factors)
-        out = benchmark(ready.costs, eff, ready.limits, workload_of(run), POLICIES[engine])
+        w = workload_of(run)
+        out = benchmark(ready.costs, eff, ready.limits, w, POLICIES[engine], sharegpt_shape)
     except SizingError as exc:
         return msgspec.structs.replace(base, skipped=f"{exc.field}: {exc.message}")
     return msgspec.structs.replace(

@@ -51,6 +51,47 @@ MOE_KERNELS = 8
 gate-up GEMM, the activation, the grouped down GEMM and the weighted sum (vLLM's fused_moe)."""
 
 
+ACTIVATION_PASSES_PER_LAYER = 16
+"""Hidden-sized activation vectors one decoder layer reads or writes per token, counted from
+vLLM's layer forward (an estimate, not a profile): the token mixer's fused residual add and
+norm (read the input and the residual, write both: 4), the QKV GEMM's input (1), the output
+projection's result (1) and the all-reduce's input and output (2); the MLP or MoE block the
+same 8 again."""
+
+MOE_PASSES_PER_ROUTED_COPY = 3
+"""Hidden-sized vectors per token per routed expert it goes to (vLLM's fused_moe): the grouped
+gate-up GEMM gathers the token's row for each of its k experts (1), the grouped down GEMM
+writes k rows (1) and the weighted sum reads them back (1)."""
+
+INTERMEDIATE_PASSES = 6
+"""Intermediate-sized values per token per FFN (an expert's for each routed copy) on this
+GPU's slice: the gate-up GEMM writes 2 x I, the activation reads them and writes I, the down
+GEMM reads I."""
+
+
+def activation_bytes_per_token(
+    m: ModelSpec, tensor_parallel: int, pipeline_parallel: int = 1
+) -> float:
+    """Bytes of activations one token streams through one GPU's stage in a step: the hidden
+    states are whole on every rank; the FFN's intermediate is split by tensor parallelism."""
+    h, t = m.hidden_size, tensor_parallel
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    dense_width = (
+        (m.dense_intermediate_size or m.intermediate_size) if m.is_moe else m.intermediate_size
+    )
+    per_dense = ACTIVATION_PASSES_PER_LAYER * h + INTERMEDIATE_PASSES * dense_width / t
+    k = m.experts_per_token
+    per_moe = ACTIVATION_PASSES_PER_LAYER * h + k * (
+        MOE_PASSES_PER_ROUTED_COPY * h + INTERMEDIATE_PASSES * m.intermediate_size / t
+    )
+    values = per_moe * moe_layers + per_dense * (m.layers - moe_layers)
+    return ACTIVATION_VALUE_BYTES * values / pipeline_parallel
+
+
+ACTIVATION_VALUE_BYTES = 2
+"""BF16 activations (an FP8 checkpoint's GEMMs quantise their inputs on the fly)."""
+
+
 def kernels_per_step(m: ModelSpec, pipeline_parallel: int = 1) -> float:
     """Kernels one step launches on one pipeline stage (the all-reduces are priced apart)."""
     mixers = sum(MIXER_KERNELS.get(k, MIXER_KERNELS["full"]) for k in m.resolved_layer_types)
@@ -75,6 +116,12 @@ def routed_expert_params(model: ModelSpec) -> int:
         return 0
     moe_layers = model.layers - model.dense_layers
     return model.experts * 3 * model.hidden_size * model.intermediate_size * moe_layers
+
+
+def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
+    """Whether the GEMMs run on FP8 tensor cores (``peak_flops_per_s``'s rule)."""
+    fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
+    return (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0
 
 
 def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
@@ -120,9 +167,11 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         attention_flops_per_context_token=attention,
         kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
+        fp8_gemms=runs_fp8(d.gpu, d.weight_format),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),
+        activation_bytes_per_token=activation_bytes_per_token(m, t, d.pipeline_parallel),
     )
 
 

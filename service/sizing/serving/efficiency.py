@@ -53,6 +53,17 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     expert_efficiency: float = 1.0
     """What the routed experts' grouped GEMMs reach of the dense fractions, in FLOPs and in
     bytes, once each expert gets many tokens (per-expert tiles, dequantisation in the kernel)."""
+    fp8_flops_scale: float = 1.0
+    """What an FP8 GEMM reaches of the BF16 fraction of its (twice as high) peak. The FP8
+    checkpoints served here are block-scaled (a scale per 128 x 128 weights and per 128
+    activations of a token): on Hopper the kernels promote the FP8 partial sums into FP32
+    with their scales every 128 of K and quantise each activation group first, which a
+    BF16 GEMM does not."""
+    kernel_overlap: float = 1.0
+    """The share of the shorter of a kernel's math and memory times that it hides under the
+    longer: 1 is the roofline (the max of the two), 0 adds them. A GEMM between the two
+    regimes (tens to a few hundred rows) neither streams its weights at full bandwidth nor
+    keeps its tensor cores fed, so it sits between the two."""
     expert_half_tokens: float = 0.0
     """Tokens per touched expert at which the grouped GEMMs reach half of
     ``expert_efficiency`` (0: always all of it). Each expert's tile costs a fixed part (its
@@ -93,9 +104,11 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
 
 STEP_OVERHEAD_S = 0.0
 KERNEL_OVERHEAD_S = 4e-6
-SEQUENCE_OVERHEAD_S = 160e-6
+SEQUENCE_OVERHEAD_S = 40e-6
 EXPERT_EFFICIENCY = 0.7
 EXPERT_HALF_TOKENS = 2.0
+KERNEL_OVERLAP = 0.0
+FP8_FLOPS_SCALE = 1.0
 """The five fitted constants (bench/serving_calibration.py, calibration half only)."""
 
 LAYER_OVERHEAD_S = 0.0
@@ -132,6 +145,8 @@ def efficiency_for(
     sequence_overhead_s: float | None = None,
     expert_efficiency: float | None = None,
     expert_half_tokens: float | None = None,
+    kernel_overlap: float | None = None,
+    fp8_flops_scale: float | None = None,
 ) -> Efficiency:
     """The factors of a GPU generation (named by the catalogue's ``architecture``) and an
     engine; the keyword arguments replace the fitted constants (the calibration script's
@@ -155,4 +170,6 @@ def efficiency_for(
         sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
         expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
         expert_half_tokens=pick(expert_half_tokens, EXPERT_HALF_TOKENS),
+        kernel_overlap=pick(kernel_overlap, KERNEL_OVERLAP),
+        fp8_flops_scale=pick(fp8_flops_scale, FP8_FLOPS_SCALE),
     )

@@ -34,3 +34,29 @@ def limits_for_engine(
         max_num_batched_tokens=max_num_batched_tokens or tokens,
         kv_pool_tokens=limits.kv_pool_tokens,
     )
+
+
+OVERLAPPED_ENGINES: frozenset[Engine] = frozenset({"sglang", "tensorrt-llm"})
+"""Engines whose scheduler overlaps the GPU by default: SGLang's overlap scheduler (on unless
+--disable-overlap-schedule, ``server_args.py``) and TensorRT-LLM's PyTorch backend
+(``disable_overlap_scheduler`` False by default in its LLM API options)."""
+
+VLLM_ASYNC_DEFAULT_RELEASE = (0, 14)
+"""vLLM turned async scheduling on by default with vllm-project/vllm#27614, the last item of
+its async-scheduling plan (vllm-project/vllm#27679, closed January 2026): taken as from 0.14
+(the release after that merge; inferred from the dates, not re-read in a wheel)."""
+
+
+def async_scheduling(engine: Engine, release: str | None = None, flag: bool = False) -> bool:
+    """Whether the engine overlaps its host work with the GPU: another engine by default; vLLM
+    when the serve command says --async-scheduling or the release turns it on."""
+    if engine in OVERLAPPED_ENGINES or flag:
+        return True
+    if not release:
+        return False
+    parts = release.lstrip("v").split(".")
+    try:
+        version = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return False
+    return version >= VLLM_ASYNC_DEFAULT_RELEASE

@@ -198,6 +198,7 @@ def benchmark(
     limits: EngineLimits,
     w: Workload,
     policy: Policy | None = None,
+    weibull_shape: float | None = None,
 ) -> ServingPrediction:
     """A finite run of ``w.num_prompts`` prompts, at most ``w.concurrency`` at once (None: all),
     as ``vllm bench serve`` reports it: totals over the run's duration, means over requests;
@@ -207,7 +208,7 @@ def benchmark(
     require(w.num_prompts is not None and w.num_prompts >= 1, "num_prompts", "must be at least 1")
     assert w.num_prompts is not None
     shape: LengthShape = "fixed" if w.output_distribution == "fixed" else "sharegpt"
-    requests = lengths(w.num_prompts, w.input_tokens, w.output_tokens, shape)
+    requests = lengths(w.num_prompts, w.input_tokens, w.output_tokens, shape, weibull_shape)
     run = simulate(
         costs,
         eff,

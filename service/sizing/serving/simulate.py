@@ -55,6 +55,11 @@ LengthShape = Literal["fixed", "sharegpt"]
 SHAREGPT_MIN = 4
 SHAREGPT_MAX_PROMPT = 1024
 SHAREGPT_MAX_TOTAL = 2048
+SHAREGPT_WEIBULL_SHAPE = 0.5
+"""The shape k of the Weibull law the ShareGPT lengths follow (1: exponential; below 1, more
+very short and very long requests around the same mean). Fitted on the calibration half by
+bench/serving_calibration.py: a property of the dataset as vLLM's sampler filters it, not of
+a run."""
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,17 +115,25 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """Time during which a waiting request could not be admitted for want of KV pool."""
     seqs_wait_s: float = 0.0
     """Time during which one waited because max_num_seqs requests were running."""
+    mean_itl_s: float = 0.0
+    """Mean time between a request's tokens over all decode tokens (the client's mean ITL)."""
 
 
 def lengths(
-    prompts: int, input_mean: float, output_mean: float, shape: LengthShape
+    prompts: int,
+    input_mean: float,
+    output_mean: float,
+    shape: LengthShape,
+    weibull_shape: float | None = None,
 ) -> list[tuple[int, int]]:
+    """``weibull_shape``: the ShareGPT lengths' Weibull shape (None: SHAREGPT_WEIBULL_SHAPE)."""
     if shape == "fixed":
         i, o = max(1, round(input_mean)), max(1, round(output_mean))
         return [(i, o)] * prompts
 
     def quantiles(mean: float, cap: int) -> list[float]:
-        xs = [-math.log(1 - (k + 0.5) / prompts) for k in range(prompts)]
+        power = 1 / (weibull_shape or SHAREGPT_WEIBULL_SHAPE)
+        xs = [(-math.log(1 - (k + 0.5) / prompts)) ** power for k in range(prompts)]
         scale = mean
         for _ in range(4):  # rescale so the clipped values keep the run's mean
             got = sum(min(max(scale * x, SHAREGPT_MIN), cap) for x in xs) / prompts
@@ -303,6 +316,8 @@ def simulate(
     multi = [r for r in reqs if r.output > 1]
     tpot = sum((r.done - r.first) / (r.output - 1) for r in multi) / len(multi) if multi else 0.0
     total_out = sum(r.output for r in reqs)
+    gaps = sum(r.output - 1 for r in multi)
+    itl = sum(r.done - r.first for r in multi) / gaps if gaps else 0.0
     return Outcome(
         duration_s=now,
         mean_ttft_s=ttft,
@@ -313,4 +328,5 @@ def simulate(
         preemptions=preempted,
         kv_wait_s=kv_wait,
         seqs_wait_s=seqs_wait,
+        mean_itl_s=itl,
     )
