@@ -23,17 +23,19 @@ from typing import Any
 from service.accuracy.serving import load_runs, predict_run, prepare
 
 STEP_OVERHEADS_S = (0.0,)
-KERNEL_OVERHEADS_S = (0.0, 4e-6)
-SEQUENCE_OVERHEADS_S = (0.0, 20e-6, 40e-6, 60e-6)
-EXPERT_EFFICIENCIES = (0.7, 0.5)
+KERNEL_OVERHEADS_S = (4e-6,)
+SEQUENCE_OVERHEADS_S = (20e-6, 40e-6, 60e-6)
+EXPERT_EFFICIENCIES = (0.7,)
 EXPERT_HALF_TOKENS = (2.0,)
-KERNEL_OVERLAPS = (1.0, 0.5, 0.0)
+KERNEL_OVERLAPS = (0.5, 0.25, 0.0)
 FP8_FLOPS_SCALES = (1.0, 0.75, 0.5)
 SHAREGPT_SHAPES = (0.8, 0.65, 0.5)
+HOPPER_FLOPS_SCALES = (0.8, 0.65, 0.5)
+AMPERE_FLOPS_SCALES = (1.0, 0.8)
 
 
 def score(
-    runs: list[tuple[dict[str, Any], Any]], sharegpt_shape: float, **factors: float
+    runs: list[tuple[dict[str, Any], Any]], sharegpt_shape: float, **factors: Any
 ) -> tuple[float, ...]:
     errs = [
         e
@@ -60,11 +62,15 @@ def main() -> None:
         KERNEL_OVERLAPS,
         FP8_FLOPS_SCALES,
         SHAREGPT_SHAPES,
+        HOPPER_FLOPS_SCALES,
+        AMPERE_FLOPS_SCALES,
     )
-    for o, lo, so, x, half, hide, f8, k in grid:
+    for o, lo, so, x, half, hide, f8, k, hs, am in grid:
+        fs = {"hopper": hs, "blackwell": hs, "ada": hs, "cdna3": hs, "ampere": am}
         s = score(
             runs,
             sharegpt_shape=k,
+            flops_scale=fs,
             step_overhead_s=o,
             kernel_overhead_s=lo,
             sequence_overhead_s=so,
@@ -74,12 +80,12 @@ def main() -> None:
             fp8_flops_scale=f8,
         )
         if best is None or s[:2] < best[0][:2]:
-            best = (s, o, lo, so, x, half, hide, f8, k)
+            best = (s, o, lo, so, x, half, hide, f8, k, fs)
     assert best is not None
-    (_, within, out, tpot), o, lo, so, x, half, hide, f8, k = best
+    (_, within, out, tpot), o, lo, so, x, half, hide, f8, k, fs = best
     print(f"STEP_OVERHEAD_S {o}, KERNEL_OVERHEAD_S {lo}, SEQUENCE_OVERHEAD_S {so}, ", end="")
     print(f"EXPERT_EFFICIENCY {x}, EXPERT_HALF_TOKENS {half}, KERNEL_OVERLAP {hide}, ", end="")
-    print(f"FP8_FLOPS_SCALE {f8}, SHAREGPT_WEIBULL_SHAPE {k}")
+    print(f"FP8_FLOPS_SCALE {f8}, SHAREGPT_WEIBULL_SHAPE {k}, SERVING_FLOPS_SCALE {fs}")
     print(f"calibration: median |error| output {out:.0%}, TPOT {tpot:.0%}", end="")
     print(f", both within 25% {-within:.0%}")
 

@@ -22,7 +22,11 @@ import msgspec
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import async_scheduling, limits_for_engine
+from service.sizing.serving.engines import (
+    async_scheduling,
+    kv_pool_tokens_for_engine,
+    limits_for_engine,
+)
 from service.sizing.serving.loop import EngineLimits, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -196,7 +200,8 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     except SizingError as exc:
         return f"{exc.field}: {exc.message}"
     # Another engine runs its own batch limits (the serve command's flags are vLLM's).
-    limits = limits_for_engine(limits, run["engine"])
+    pool = kv_pool_tokens_for_engine(run["engine"], prediction)
+    limits = limits_for_engine(limits, run["engine"], kv_pool_tokens=pool)
     overlap = async_scheduling(
         run["engine"],
         run["engine_version"],
@@ -210,7 +215,7 @@ def predict_run(
     run: dict[str, Any],
     prepared: Prepared | str | None = None,
     sharegpt_shape: float | None = None,
-    **factors: float,
+    **factors: Any,
 ) -> RunResult:
     """``prepared``: ``prepare(run)`` done before; ``factors``: replace the fitted constants
     (``efficiency_for``'s keyword arguments; the calibration script's search), and
@@ -223,7 +228,10 @@ def predict_run(
     try:
         eff = efficiency_for(ready.architecture, engine, **factors)
         w = workload_of(run)
-        out = benchmark(ready.costs, eff, ready.limits, w, POLICIES[engine], sharegpt_shape)
+        policy = POLICIES[engine]
+        if "no-enable-prefix-caching" in run["serve_command"] + " ".join(run["notes"]):
+            policy = msgspec.structs.replace(policy, prefix_caching=False)
+        out = benchmark(ready.costs, eff, ready.limits, w, policy, sharegpt_shape)
     except SizingError as exc:
         return msgspec.structs.replace(base, skipped=f"{exc.field}: {exc.message}")
     return msgspec.structs.replace(

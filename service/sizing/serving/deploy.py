@@ -12,6 +12,11 @@ from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.engines import (
+    async_scheduling,
+    kv_pool_tokens_for_engine,
+    limits_for_engine,
+)
 from service.sizing.serving.loop import (
     EngineLimits,
     ServingPrediction,
@@ -109,6 +114,9 @@ class Deployment(msgspec.Struct, frozen=True, kw_only=True):
     pipeline_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    release: str | None = None
+    """The engine's release (\"0.11.0\"); None: the current ones (it decides whether vLLM
+    schedules asynchronously by default)."""
 
 
 def routed_expert_params(model: ModelSpec) -> int:
@@ -191,7 +199,15 @@ def predict_serving(
     workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
     a number of prompts, else the closed loop's steady state."""
     require(p.starts, "deployment", p.failure or "the engine does not start")
-    costs, limits = step_costs(d, p), engine_limits(d, p)
+    overlap = async_scheduling(engine, d.release, d.release is None)
+    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    limits = limits_for_engine(
+        engine_limits(d, p),
+        engine,
+        d.max_num_seqs,
+        d.max_num_batched_tokens,
+        kv_pool_tokens_for_engine(engine, p),
+    )
     eff = efficiency_for(d.gpu.architecture, engine)
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)

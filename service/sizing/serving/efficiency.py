@@ -107,17 +107,28 @@ KERNEL_OVERHEAD_S = 4e-6
 SEQUENCE_OVERHEAD_S = 40e-6
 EXPERT_EFFICIENCY = 0.7
 EXPERT_HALF_TOKENS = 2.0
-KERNEL_OVERLAP = 0.0
-FP8_FLOPS_SCALE = 1.0
+KERNEL_OVERLAP = 0.25
+FP8_FLOPS_SCALE = 0.5
 """The five fitted constants (bench/serving_calibration.py, calibration half only)."""
 
 LAYER_OVERHEAD_S = 0.0
 """Not fitted: the per-kernel overhead, with each layer type's kernel count, replaces it."""
 
-SERVING_FLOPS_SCALE = 1.0
+SERVING_FLOPS_SCALE: dict[Generation, float] = {
+    "hopper": 0.65,
+    "ampere": 0.8,
+    # No calibration run: taken as Hopper's.
+    "ada": 0.65,
+    "blackwell": 0.65,
+    "cdna3": 0.65,
+}
+"""What a served step's GEMMs reach of the large-GEMM fractions above, per generation: fitted
+on the calibration half by bench/serving_calibration.py. Serving shapes are smaller and ragged
+(N split by tensor parallelism, M a few hundred to 8,192 rows of many requests), and a GPU
+under sustained load runs below its boost clock (an H100 SXM at 700 W most of all)."""
+
 SERVING_BANDWIDTH_SCALE = 1.0
-"""What a served step achieves of the fractions above beyond what the fitted constants say:
-1, the published fractions as they are (kept as knobs for the calibration script)."""
+"""The published bandwidth fractions as they are (a knob for the calibration script)."""
 
 ALLREDUCE_LATENCY_S = 10e-6
 """Not verified: one small all-reduce over NVLink takes ~5-10 us in vLLM's custom all-reduce
@@ -137,7 +148,7 @@ def efficiency_for(
     architecture: str,
     engine: Engine,
     *,
-    flops_scale: float | None = None,
+    flops_scale: float | dict[Generation, float] | None = None,
     bandwidth_scale: float | None = None,
     step_overhead_s: float | None = None,
     layer_overhead_s: float | None = None,
@@ -154,7 +165,8 @@ def efficiency_for(
     to tell them apart."""
     del engine  # one set for every engine until the data can tell them apart
     generation = generation_of(architecture)
-    f_scale = SERVING_FLOPS_SCALE if flops_scale is None else flops_scale
+    scales = SERVING_FLOPS_SCALE if flops_scale is None else flops_scale
+    f_scale = scales if isinstance(scales, float) else scales.get(generation, 1.0)
     b_scale = SERVING_BANDWIDTH_SCALE if bandwidth_scale is None else bandwidth_scale
 
     def pick(value: float | None, fitted: float) -> float:

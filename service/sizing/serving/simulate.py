@@ -55,7 +55,7 @@ LengthShape = Literal["fixed", "sharegpt"]
 SHAREGPT_MIN = 4
 SHAREGPT_MAX_PROMPT = 1024
 SHAREGPT_MAX_TOTAL = 2048
-SHAREGPT_WEIBULL_SHAPE = 0.5
+SHAREGPT_WEIBULL_SHAPE = 0.65
 """The shape k of the Weibull law the ShareGPT lengths follow (1: exponential; below 1, more
 very short and very long requests around the same mean). Fitted on the calibration half by
 bench/serving_calibration.py: a property of the dataset as vLLM's sampler filters it, not of
@@ -70,17 +70,34 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     new_token_ratio: tuple[float, float, int] | None = None
     """SGLang: (initial ratio, floor, decode steps to decay) of the output reserved."""
     chunked_prefill: bool = True
+    prefix_caching: bool = False
+    """vLLM V1 (on by default): a preempted request's blocks go back to the free queue as
+    cached blocks, behind the free ones (``kv_cache_manager.free`` frees a request's blocks
+    in reverse order to the queue's tail; allocation evicts from its head), so on its return
+    it recomputes only what others allocated over since (``get_computed_blocks``)."""
 
 
 POLICIES: dict[Engine, Policy] = {
-    "vllm": Policy(),
+    "vllm": Policy(prefix_caching=True),
     "sglang": Policy(prefill_first=True, new_token_ratio=(0.7, 0.7 * 0.14, 600)),
     "tensorrt-llm": Policy(reserve_output=True, chunked_prefill=False),
 }
 
 
 class Request:
-    __slots__ = ("done", "epoch", "first", "gen", "input", "output", "prefilled", "sent", "start_g")
+    __slots__ = (
+        "cached",
+        "done",
+        "epoch",
+        "first",
+        "gen",
+        "input",
+        "mark",
+        "output",
+        "prefilled",
+        "sent",
+        "start_g",
+    )
 
     def __init__(self, input_tokens: int, output_tokens: int) -> None:
         self.input = input_tokens
@@ -96,6 +113,10 @@ class Request:
         """The global decode-step count when its current decode run began."""
         self.epoch = 0
         """Bumped at each preemption: older entries of the finish heap are stale."""
+        self.cached = 0
+        """Tokens its preemption left in the prefix cache (vLLM frees them as cached blocks)."""
+        self.mark = 0
+        """The pool's allocation count when it was preempted."""
 
     def target(self) -> int:
         """Tokens to compute before it decodes again: the prompt and any output it had."""
@@ -115,6 +136,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """Time during which a waiting request could not be admitted for want of KV pool."""
     seqs_wait_s: float = 0.0
     """Time during which one waited because max_num_seqs requests were running."""
+    median_tpot_s: float = 0.0
     mean_itl_s: float = 0.0
     """Mean time between a request's tokens over all decode tokens (the client's mean ITL)."""
 
@@ -179,6 +201,14 @@ def simulate(
     now, g, decoding, context, used, reserved, remaining = 0.0, 0, 0, 0, 0, 0, 0
     busy, peak, preempted, done, tie = 0.0, 0, 0, 0, 0
     kv_wait, seqs_wait = 0.0, 0.0
+    allocated = 0  # tokens the pool has handed out so far
+
+    def hits(r: Request) -> int:
+        """Tokens of a returning preempted request still in the prefix cache (at least its
+        last token is recomputed, to sample the next one)."""
+        if not (policy.prefix_caching and r.cached):
+            return 0
+        return max(0, min(r.cached - (allocated - r.mark), r.target() - 1))
 
     def ratio() -> float:
         assert policy.new_token_ratio is not None
@@ -189,7 +219,8 @@ def simulate(
         """Prompt tokens of ``r`` this step can take (0: it must wait)."""
         if len(running) >= max_num_seqs or budget <= 0:
             return 0
-        need = r.target()
+        cached = hits(r)
+        need = r.target() - cached
         take = min(need, budget) if policy.chunked_prefill else (need if need <= budget else 0)
         if take <= 0:
             return 0
@@ -200,7 +231,7 @@ def simulate(
             held = used + pending + ratio() * (remaining + r.output - r.gen)
             fits = held + need <= kv_pool_tokens
         else:
-            fits = used + take <= kv_pool_tokens
+            fits = used + cached + take <= kv_pool_tokens
         return take if fits else 0
 
     while done < len(reqs):
@@ -215,6 +246,9 @@ def simulate(
                 budget -= take
         while waiting and (take := admissible(waiting[0], budget)) > 0:
             r = waiting.popleft()
+            cached = hits(r)
+            r.prefilled, r.cached = cached, 0
+            used += cached
             running.append(r)
             prefilling.append(r)
             reserved += r.input + r.output
@@ -257,6 +291,7 @@ def simulate(
             seqs_wait += step * steps
         busy += decoding * step * k
         # 4. advance: the decodes, then the prefills that completed
+        allocated += decoding * k + prefill
         g += k
         context += decoding * k
         used += decoding * k
@@ -298,14 +333,17 @@ def simulate(
         while used > kv_pool_tokens and len(running) > 1:
             r = running.pop()
             preempted += 1
+            r.mark = allocated
             if r in prefilling:
                 prefilling.remove(r)
                 used -= r.prefilled
+                r.cached = r.prefilled
             else:
                 decoding -= 1
                 ran = g - r.start_g
                 context -= r.prefilled + ran
                 used -= r.prefilled + ran
+                r.cached = r.prefilled + ran
                 r.gen += ran
                 r.epoch += 1
             remaining -= r.output - r.gen
@@ -314,7 +352,9 @@ def simulate(
             waiting.appendleft(r)
     ttft = sum(r.first - r.sent for r in reqs) / len(reqs)
     multi = [r for r in reqs if r.output > 1]
-    tpot = sum((r.done - r.first) / (r.output - 1) for r in multi) / len(multi) if multi else 0.0
+    tpots = sorted((r.done - r.first) / (r.output - 1) for r in multi)
+    tpot = sum(tpots) / len(tpots) if tpots else 0.0
+    median_tpot = tpots[len(tpots) // 2] if tpots else 0.0
     total_out = sum(r.output for r in reqs)
     gaps = sum(r.output - 1 for r in multi)
     itl = sum(r.done - r.first for r in multi) / gaps if gaps else 0.0
@@ -329,4 +369,5 @@ def simulate(
         kv_wait_s=kv_wait,
         seqs_wait_s=seqs_wait,
         mean_itl_s=itl,
+        median_tpot_s=median_tpot,
     )
