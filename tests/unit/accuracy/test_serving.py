@@ -4,12 +4,13 @@ The bar (issue 17, point 5), on the held-out half only: median absolute error <=
 tokens/s and on mean TPOT, and >= 80% of runs within 25% on both.
 """
 
+import re
 from pathlib import Path
 
 import pytest
 
 from service.__main__ import main
-from service.accuracy.serving import figures, load_runs, report
+from service.accuracy.serving import figures, load_runs, report, workload_of
 
 HELD_OUT_FIGURES = (
     "held-out half, with the constants bench/serving_calibration.py fits on the calibration half "
@@ -63,3 +64,38 @@ def test_the_accuracy_page_is_the_markdown_commands_output(
     assert main(["accuracy", "--serving", "--markdown"]) == 0
     page = Path(__file__).resolve().parents[3] / "docs" / "serving-accuracy.md"
     assert capsys.readouterr().out == page.read_text(encoding="utf-8")
+
+
+def test_the_newest_batch_of_held_out_runs_is_summed_up_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The held-out runs collected on the newest day come from pages no one had looked at when
+    # the model was fitted: the last summary line counts them, and only them.
+    runs = load_runs()
+    newest = max(r["collected"] for r in runs)
+    expected = sum(1 for r in runs if r["split"] == "held_out" and r["collected"] == newest)
+    assert main(["accuracy", "--serving"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    prefix = f"held_out, collected {newest} (never seen before): "
+    assert last.startswith(prefix)
+    predicted, skipped = (int(n) for n in re.findall(r"(\d+) runs \((\d+) skipped\)", last)[0])
+    assert predicted + skipped == expected > 0
+
+
+def test_a_run_without_totals_takes_the_mean_of_the_clients_length_draw() -> None:
+    # InferenceMAX records keep no totals. Its client draws each length uniformly from
+    # int(L x 0.8) to L: for 8192 that is 6553..8192, mean (6553 + 8192) / 2 = 7372.5; for
+    # 1024, 819..1024, mean 921.5. The prompts are the command's 10 x concurrency.
+    run = {
+        "total_input_tokens": None,
+        "total_output_tokens": None,
+        "successful_requests": None,
+        "num_prompts": 640,
+        "input_tokens": 8192,
+        "output_tokens": 1024,
+        "max_concurrency": 64,
+        "dataset": "random",
+    }
+    w = workload_of(run)
+    assert (w.input_tokens, w.output_tokens, w.num_prompts) == (7372.5, 921.5, 640)
+    assert w.concurrency == 64

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -21,15 +22,23 @@ DATA_DIR = ROOT / "service" / "accuracy" / "cases" / "serving"
 GPUS_JSON = ROOT / "service" / "catalogue" / "data" / "gpus.json"
 
 FIELDS = {
-    "id", "split", "source", "engine", "engine_version", "bench_tool", "gpu", "gpu_count",
-    "tensor_parallel", "pipeline_parallel", "model", "architecture", "weight_format", "kv_format",
-    "serve_command", "bench_command", "bench_command_template", "dataset", "input_tokens",
-    "output_tokens", "total_input_tokens", "total_output_tokens", "successful_requests",
-    "num_prompts", "max_concurrency", "request_rate", "measured", "lines", "notes",
+    "id", "split", "collected", "source", "engine", "engine_version", "bench_tool", "gpu",
+    "gpu_count", "tensor_parallel", "pipeline_parallel", "model", "architecture", "weight_format",
+    "kv_format", "serve_command", "bench_command", "bench_command_template", "dataset",
+    "input_tokens", "output_tokens", "total_input_tokens", "total_output_tokens",
+    "successful_requests", "num_prompts", "max_concurrency", "request_rate", "measured", "lines",
+    "notes",
 }  # fmt: skip
 # Fields a source may leave out: null there, and a note says what the source does say.
 MAY_BE_MISSING = {"engine_version", "weight_format", "kv_format", "bench_command"}
 ENGINES = {"vllm", "sglang", "tensorrt-llm"}
+# vLLM's client before it became `vllm bench serve` was benchmarks/benchmark_serving.py.
+# InferenceMAX keeps no result block: each run is one JSON record of its results API
+# (README.md, "InferenceMAX"), its numbers checked against the record's fields instead.
+JSON_RECORD = "InferenceMAX benchmark_serving (JSON record)"
+BENCH_TOOLS = {"vllm bench serve", "benchmark_serving.py", "sglang.bench_serving", JSON_RECORD}
+# The record's framework key -> the engine (InferenceMAX's "trt" is TensorRT-LLM).
+RECORD_ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "tensorrt-llm"}
 HEADER = "============ Serving Benchmark Result ============"
 
 # The result block's label (as vllm bench serve / sglang.bench_serving print it, compared
@@ -51,12 +60,17 @@ MEASURED_LABELS = {
     "mean e2el (ms):": "mean_e2el_ms",
     "median e2el (ms):": "median_e2el_ms",
     "p99 e2el (ms):": "p99_e2el_ms",
+    # sglang.bench_serving names end-to-end latency in words.
+    "mean e2e latency (ms):": "mean_e2el_ms",
+    "median e2e latency (ms):": "median_e2el_ms",
+    "p99 e2e latency (ms):": "p99_e2el_ms",
 }
+# The record's field -> the labels either client prints it under (vllm bench serve first).
 COUNT_LABELS = {
-    "successful requests:": "successful_requests",
-    "total input tokens:": "total_input_tokens",
-    "total generated tokens:": "total_output_tokens",
-    "maximum request concurrency:": "max_concurrency",
+    "successful_requests": ("successful requests:",),
+    "total_input_tokens": ("total input tokens:",),
+    "total_output_tokens": ("total generated tokens:",),
+    "max_concurrency": ("maximum request concurrency:", "max request concurrency:"),
 }
 _LINE = re.compile(r"^\s*(?P<label>[^:]+:)\s+(?P<value>\S+)\s*$")
 
@@ -94,11 +108,16 @@ def test_the_folder_holds_runs_with_unique_ids_named_after_their_files() -> None
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
 def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> None:
     assert set(run) == FIELDS
+    # A JSON record keeps no totals and no count of successful requests.
+    totals = {"total_input_tokens", "total_output_tokens", "successful_requests"}
     for field in FIELDS - MAY_BE_MISSING - {
         "input_tokens", "output_tokens", "max_concurrency", "bench_command_template",
-    }:  # fmt: skip
+    } - (totals if run["bench_tool"] == JSON_RECORD else set()):  # fmt: skip
         assert run[field] is not None, field
     assert run["engine"] in ENGINES
+    assert run["bench_tool"] in BENCH_TOOLS
+    # The day the run was copied in: ISO 8601, so the newest batch can be told apart.
+    assert date.fromisoformat(run["collected"]).isoformat() == run["collected"]
     assert run["split"] in {"calibration", "held_out"}
     assert run["architecture"] in {"dense", "moe"}
     src = run["source"]
@@ -113,10 +132,14 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     assert run["gpu"]["name"]
     for field in ("gpu_count", "tensor_parallel", "pipeline_parallel", "successful_requests",
                   "num_prompts", "total_input_tokens", "total_output_tokens"):  # fmt: skip
+        if run[field] is None and run["bench_tool"] == JSON_RECORD and field in totals:
+            assert any(field in note for note in run["notes"]), f"{field} missing without a note"
+            continue
         assert isinstance(run[field], int) and run[field] > 0, field
     # The model runs on tensor x pipeline GPUs, never more than the machine has.
     assert run["tensor_parallel"] * run["pipeline_parallel"] <= run["gpu_count"]
-    assert run["successful_requests"] <= run["num_prompts"]
+    if run["successful_requests"] is not None:
+        assert run["successful_requests"] <= run["num_prompts"]
     for field in ("input_tokens", "output_tokens", "max_concurrency"):
         assert run[field] is None or (isinstance(run[field], int) and run[field] > 0), field
     assert run["request_rate"] == "inf" or run["request_rate"] > 0
@@ -132,28 +155,75 @@ def test_every_run_has_the_required_fields_with_positive_numbers(run: dict) -> N
     assert run["bench_command"] or run["bench_command_template"] or run["notes"]
 
 
+def _check_json_record(run: dict) -> None:
+    """An InferenceMAX run: `lines` is its JSON record; every measured number is the record's
+    value, seconds x 1000 for the times and the per-GPU throughput x the GPUs for tokens/s."""
+    record = json.loads("\n".join(run["lines"]))
+    m = record["metrics"]
+    gpus = record["decode_tp"]
+    expected = {
+        f"{stat}_{metric}_ms": m[f"{stat}_{metric}"] * 1000
+        for stat in ("mean", "median", "p99")
+        for metric in ("ttft", "tpot", "itl", "e2el")
+        if f"{stat}_{metric}" in m
+    }
+    expected["output_tokens_per_s"] = m["output_tput_per_gpu"] * gpus
+    expected["total_tokens_per_s"] = m["tput_per_gpu"] * gpus
+    assert run["measured"] == expected
+    # The setup the record states: one node, no speculative decoding, no disaggregation, no
+    # expert parallelism or DP attention (the model models none), prefill TP = decode TP.
+    assert record["spec_method"] == "none" and not record["disagg"]
+    assert not record["is_multinode"]
+    assert record["prefill_ep"] == record["decode_ep"] == 1
+    assert not record["prefill_dp_attention"] and not record["decode_dp_attention"]
+    assert record["prefill_tp"] == gpus == run["tensor_parallel"] == run["gpu_count"]
+    assert RECORD_ENGINES[record["framework"]] == run["engine"]
+    assert record["precision"] == run["weight_format"]
+    assert (record["isl"], record["osl"]) == (run["input_tokens"], run["output_tokens"])
+    # The scripts send ten prompts per unit of concurrency (--num-prompts $((CONC * 10))).
+    assert record["conc"] == run["max_concurrency"] and run["num_prompts"] == 10 * record["conc"]
+    assert run["engine_version"] in record["image"]
+    assert run["source"]["group"].endswith(
+        f"#{record['hardware']}-{record['framework']}-{record['model']}-{record['precision']}"
+        f"-tp{gpus}"
+    )
+
+
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
 def test_every_recorded_number_is_the_number_printed_in_the_runs_lines(run: dict) -> None:
+    if run["bench_tool"] == JSON_RECORD:
+        _check_json_record(run)
+        return
     lines = run["lines"]
     assert lines[0].strip() == HEADER
     assert set(lines[-1].strip()) == {"="}
     printed = _printed(lines)
-    for label, field in MEASURED_LABELS.items():
-        if label in printed:
+    for field in set(MEASURED_LABELS.values()):
+        values = [v for label, v in printed.items() if MEASURED_LABELS.get(label) == field]
+        assert len(values) <= 1, f"{field} printed twice"
+        if values:
             # The block prints it, so the record holds it, as the same number.
             assert field in run["measured"], f"{field} printed but not recorded"
-            assert run["measured"][field] == float(printed[label]), field
+            assert run["measured"][field] == float(values[0]), field
         else:
             assert field not in run["measured"], f"{field} recorded but not printed"
     assert set(run["measured"]) <= set(MEASURED_LABELS.values())
-    for label, field in COUNT_LABELS.items():
-        if label in printed:
-            assert run[field] == int(printed[label]), field
+    for field, labels in COUNT_LABELS.items():
+        values = [printed[label] for label in labels if label in printed]
+        if values and values[0].isdigit():
+            assert run[field] == int(values[0]), field
         elif field == "max_concurrency":
-            # No cap printed: the run sent every prompt at once.
-            assert run[field] is None
+            # No cap in the block: sglang.bench_serving prints "not set", and older vLLM
+            # clients print the cap above the header. Either way it is the command's
+            # --max-concurrency, and without one every prompt was sent at once.
+            cap = re.search(r"--max-concurrency[ =]+(\d+)", run["bench_command"] or "")
+            assert run[field] == (int(cap[1]) if cap else None)
         else:
-            pytest.fail(f"the block prints no {label}")
+            pytest.fail(f"the block prints no {labels[0]}")
+    if "traffic request rate:" in printed:
+        # sglang.bench_serving prints the rate it sent at: "inf" or requests/s.
+        rate = printed["traffic request rate:"]
+        assert run["request_rate"] == (rate if rate == "inf" else float(rate))
 
 
 @pytest.mark.parametrize("run", RUNS, ids=_ids)
@@ -178,6 +248,15 @@ def test_no_source_group_straddles_the_two_halves() -> None:
     for run in RUNS:
         halves.setdefault(run["source"]["group"], set()).add(run["split"])
     assert {g: h for g, h in halves.items() if len(h) > 1} == {}
+
+
+def test_each_source_group_was_collected_on_one_day() -> None:
+    # A batch collected later is read as never seen before (the summary's last line): that
+    # holds only if none of its pages had runs in an earlier batch.
+    days: dict[str, set[str]] = {}
+    for run in RUNS:
+        days.setdefault(run["source"]["group"], set()).add(run["collected"])
+    assert {g: d for g, d in days.items() if len(d) > 1} == {}
 
 
 def test_both_halves_hold_runs() -> None:
