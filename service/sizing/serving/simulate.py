@@ -55,7 +55,7 @@ LengthShape = Literal["fixed", "sharegpt"]
 SHAREGPT_MIN = 4
 SHAREGPT_MAX_PROMPT = 1024
 SHAREGPT_MAX_TOTAL = 2048
-SHAREGPT_WEIBULL_SHAPE = 0.65
+SHAREGPT_WEIBULL_SHAPE = 1.0
 """The shape k of the Weibull law the ShareGPT lengths follow (1: exponential; below 1, more
 very short and very long requests around the same mean). Fitted on the calibration half by
 bench/serving_calibration.py: a property of the dataset as vLLM's sampler filters it, not of
