@@ -225,7 +225,15 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         return f"{exc.field}: {exc.message}"
     # Another engine runs its own batch limits (the serve command's flags are vLLM's).
     pool = kv_pool_tokens_for_engine(run["engine"], prediction)
-    limits = limits_for_engine(limits, run["engine"], kv_pool_tokens=pool)
+    own_seqs = _flag(command, "--max-running-requests", "--max_batch_size")
+    own_tokens = _flag(command, "--chunked-prefill-size", "--max_num_tokens")
+    limits = limits_for_engine(
+        limits,
+        run["engine"],
+        int(own_seqs) if own_seqs else None,
+        int(own_tokens) if own_tokens else None,
+        kv_pool_tokens=pool,
+    )
     overlap = async_scheduling(
         run["engine"],
         run["engine_version"],
