@@ -27,7 +27,7 @@ from service.sizing.serving.engines import (
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
-from service.sizing.serving.loop import EngineLimits, Workload, benchmark
+from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 from service.sizing.vllm.config import EngineConfig, for_release
@@ -146,12 +146,27 @@ def workload_of(run: dict[str, Any]) -> Workload:
         prompts = int(run["successful_requests"])
         input_tokens = run["total_input_tokens"] / prompts
         output_tokens = run["total_output_tokens"] / prompts
+    distribution: LengthDistribution = "exponential"
+    low = 0.0
+    if run["dataset"] == "random":
+        # vllm bench serve's random lengths are fixed (range ratio 0); sglang.bench_serving
+        # draws each request's from ratio x L to L, its ratio 0 unless the command sets one;
+        # InferenceMAX's client from 0.8 x L to L.
+        command = run["bench_command"] or ""
+        ratio = _flag(command, "--random-range-ratio")
+        if run["total_input_tokens"] is None:
+            distribution, low = "uniform", INFERENCEMAX_RANGE_RATIO
+        elif run["bench_tool"].startswith("sglang.bench_serving"):
+            distribution, low = "uniform", float(ratio) if ratio else 0.0
+        else:
+            distribution = "fixed"
     return Workload(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         concurrency=run["max_concurrency"],
         num_prompts=prompts,
-        output_distribution="fixed" if run["dataset"] == "random" else "exponential",
+        output_distribution=distribution,
+        length_low_ratio=low,
     )
 
 

@@ -104,10 +104,10 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
 
 STEP_OVERHEAD_S = 0.0
 KERNEL_OVERHEAD_S = 4e-6
-SEQUENCE_OVERHEAD_S = 20e-6
+SEQUENCE_OVERHEAD_S = 40e-6
 EXPERT_EFFICIENCY = 0.5
 EXPERT_HALF_TOKENS = 0.0
-KERNEL_OVERLAP = 0.0
+KERNEL_OVERLAP = 0.5
 FP8_FLOPS_SCALE = 0.5
 """The five fitted constants (bench/serving_calibration.py, calibration half only)."""
 

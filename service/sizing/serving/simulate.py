@@ -50,12 +50,12 @@ from service.sizing.errors import require
 from service.sizing.serving.efficiency import Efficiency, Engine
 from service.sizing.serving.step import StepCosts, step_time
 
-LengthShape = Literal["fixed", "sharegpt"]
+LengthShape = Literal["fixed", "sharegpt", "uniform"]
 
 SHAREGPT_MIN = 4
 SHAREGPT_MAX_PROMPT = 1024
 SHAREGPT_MAX_TOTAL = 2048
-SHAREGPT_WEIBULL_SHAPE = 1.0
+SHAREGPT_WEIBULL_SHAPE = 0.8
 """The shape k of the Weibull law the ShareGPT lengths follow (1: exponential; below 1, more
 very short and very long requests around the same mean). Fitted on the calibration half by
 bench/serving_calibration.py: a property of the dataset as vLLM's sampler filters it, not of
@@ -147,11 +147,26 @@ def lengths(
     output_mean: float,
     shape: LengthShape,
     weibull_shape: float | None = None,
+    low_ratio: float = 0.0,
 ) -> list[tuple[int, int]]:
-    """``weibull_shape``: the ShareGPT lengths' Weibull shape (None: SHAREGPT_WEIBULL_SHAPE)."""
+    """``weibull_shape``: the ShareGPT lengths' Weibull shape (None: SHAREGPT_WEIBULL_SHAPE);
+    ``low_ratio``: for ``uniform``, the shortest length as a fraction of the longest (a random
+    dataset's range ratio as sglang.bench_serving and InferenceMAX's client draw it: uniform
+    from ratio x L to L)."""
     if shape == "fixed":
         i, o = max(1, round(input_mean)), max(1, round(output_mean))
         return [(i, o)] * prompts
+    if shape == "uniform":
+
+        def spread(mean: float) -> list[float]:
+            top = 2 * mean / (1 + low_ratio)
+            low = low_ratio * top
+            return [max(1.0, low + (top - low) * (k + 0.5) / prompts) for k in range(prompts)]
+
+        ins, outs = spread(input_mean), spread(output_mean)
+        random.Random(1).shuffle(ins)
+        random.Random(2).shuffle(outs)
+        return [(round(i), round(o)) for i, o in zip(ins, outs, strict=True)]
 
     def quantiles(mean: float, cap: int) -> list[float]:
         power = 1 / (weibull_shape or SHAREGPT_WEIBULL_SHAPE)
