@@ -152,11 +152,11 @@ def workload_of(run: dict[str, Any]) -> Workload:
         # vllm bench serve's random lengths are fixed (range ratio 0); sglang.bench_serving
         # draws each request's from ratio x L to L, its ratio 0 unless the command sets one;
         # InferenceMAX's client from 0.8 x L to L.
-        command = run["bench_command"] or ""
+        command = run.get("bench_command") or ""
         ratio = _flag(command, "--random-range-ratio")
         if run["total_input_tokens"] is None:
             distribution, low = "uniform", INFERENCEMAX_RANGE_RATIO
-        elif run["bench_tool"].startswith("sglang.bench_serving"):
+        elif (run.get("bench_tool") or "").startswith("sglang.bench_serving"):
             distribution, low = "uniform", float(ratio) if ratio else 0.0
         else:
             distribution = "fixed"
