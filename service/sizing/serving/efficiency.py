@@ -5,11 +5,12 @@ They belong to a GPU generation and an engine, never to a case. Two kinds:
 - the fractions of peak a large dense GEMM and a streaming read reach on a generation
   (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
   defined, with whether it was re-read ("verified") or not;
-- five serving constants that no datasheet gives (the per-step, per-kernel and per-sequence
-  overheads, the routed experts' kernel efficiency and the tokens per expert at which it
-  reaches half of it): fitted once, over the benchmark runs'
-  calibration half only, by ``bench/serving_calibration.py`` (rerun it to reproduce them),
-  never from a held-out run and never per run.
+- serving constants that no datasheet gives (the per-kernel and per-sequence overheads, the
+  routed experts' kernel efficiency and its half-point, the share of a kernel's shorter side
+  it hides, the FP8 GEMMs' scale and the served GEMMs' scale per generation): fitted once, over
+  the benchmark runs' calibration half only, by ``bench/serving_calibration.py`` (rerun it to
+  reproduce them), never from a held-out run and never per run. docs/serving.md says what
+  each stands for.
 """
 
 from typing import Literal
@@ -103,13 +104,15 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
 }
 
 STEP_OVERHEAD_S = 0.0
+"""Not fitted: the per-kernel and per-sequence costs cover a step's fixed work."""
 KERNEL_OVERHEAD_S = 4e-6
 SEQUENCE_OVERHEAD_S = 40e-6
 EXPERT_EFFICIENCY = 0.5
 EXPERT_HALF_TOKENS = 0.0
 KERNEL_OVERLAP = 0.5
 FP8_FLOPS_SCALE = 0.5
-"""The five fitted constants (bench/serving_calibration.py, calibration half only)."""
+"""Fitted on the calibration half by bench/serving_calibration.py (with SERVING_FLOPS_SCALE
+below and simulate.SHAREGPT_WEIBULL_SHAPE)."""
 
 LAYER_OVERHEAD_S = 0.0
 """Not fitted: the per-kernel overhead, with each layer type's kernel count, replaces it."""
