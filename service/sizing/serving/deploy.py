@@ -126,6 +126,16 @@ def routed_expert_params(model: ModelSpec) -> int:
     return model.experts * 3 * model.hidden_size * model.intermediate_size * moe_layers
 
 
+def window_kv_share(m: ModelSpec) -> float:
+    """The share of a token's KV that sliding-window layers hold: their count among the
+    layers that keep a KV cache (full and sliding attention share head counts and widths in
+    the models served here)."""
+    sliding, full = m.count_layers("sliding"), m.count_layers("full")
+    if not (sliding and m.sliding_window_tokens):
+        return 0.0
+    return sliding / (sliding + full)
+
+
 def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
     """Whether the GEMMs run on FP8 tensor cores (``peak_flops_per_s``'s rule)."""
     fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
@@ -174,6 +184,8 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         * stage_share,
         attention_flops_per_context_token=attention,
         kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
+        window_kv_share=window_kv_share(m),
+        window_tokens=m.sliding_window_tokens,
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
         fp8_gemms=runs_fp8(d.gpu, d.weight_format),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),

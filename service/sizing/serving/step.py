@@ -52,6 +52,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     per token of its context."""
     kv_bytes_per_token: float
     """KV bytes per token of context on this GPU (the pool's bytes / the pool's tokens)."""
+    window_kv_share: float = 0.0
+    """The share of ``kv_bytes_per_token`` that sliding-window layers hold (gpt-oss: half)."""
+    window_tokens: int = 0
+    """Their window: a decode reads at most this much of each sequence's context there."""
     peak_flops_per_s: float
     """Dense tensor-core peak in the format the GEMMs run in."""
     hbm_bytes_per_s: float
@@ -119,7 +123,11 @@ def step_time(
     touched = distinct_experts(costs.experts, costs.experts_per_token, tokens)
     expert_bytes = touched * costs.expert_bytes_per_expert
     weights = costs.dense_weight_bytes + expert_bytes
-    kv = decode_sequences * decode_context * costs.kv_bytes_per_token
+    # Sliding-window layers read at most their window of each sequence's context.
+    window = min(decode_context, costs.window_tokens) if costs.window_tokens else decode_context
+    share = costs.window_kv_share
+    kv_context = (1 - share) * decode_context + share * window
+    kv = decode_sequences * kv_context * costs.kv_bytes_per_token
     bytes_read = weights + kv + activations
     # Three kernel families run one after the other: the dense GEMMs (their weights and
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and

@@ -3,7 +3,7 @@
 import pytest
 
 from service.offline import local_catalogue
-from service.sizing.serving.deploy import activation_bytes_per_token
+from service.sizing.serving.deploy import activation_bytes_per_token, window_kv_share
 from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.engines import async_scheduling, kv_pool_tokens_for_engine
 from service.sizing.serving.simulate import POLICIES, Policy, lengths, simulate
@@ -159,3 +159,24 @@ def test_a_preempted_request_finds_its_blocks_in_the_prefix_cache() -> None:
 
 def _fields(c: StepCosts) -> dict[str, object]:
     return {f: getattr(c, f) for f in c.__struct_fields__}
+
+
+def test_sliding_window_layers_read_only_their_window() -> None:
+    # gpt-oss-120b: 18 sliding and 18 full layers, window 128: half its KV is windowed.
+    # One sequence at 1,128 tokens of context, 1,000 B of KV a token: 0.5 x 1,128 + 0.5 x 128
+    # = 628 tokens' worth, 628,000 B at 1e12 B/s = 0.628 us (no weights, no FLOPs).
+    assert window_kv_share(local_catalogue().model("gpt-oss-120b")) == 0.5
+    costs = StepCosts(
+        **{
+            **_fields(UNIT),
+            "dense_weight_bytes": 0,
+            "flops_per_token": 0,
+            "kv_bytes_per_token": 1000,
+            "window_kv_share": 0.5,
+            "window_tokens": 128,
+        }
+    )
+    t = step_time(
+        costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1128
+    )
+    assert t.total_s == pytest.approx(0.628e-6, rel=1e-9)
