@@ -12,7 +12,8 @@ Scheduling, per engine (``Policy``):
   order while the step's token budget (max_num_batched_tokens), max_num_seqs and the free KV
   pool allow, the last one chunked; a request takes KV as its tokens are computed, and when
   the pool runs out during decode the most recently admitted request is preempted (its KV
-  freed; it re-prefills its prompt and the tokens it had, first in line).
+  freed; it re-prefills its prompt and the tokens it had, first in line, less what the prefix
+  cache still holds of them: ``Policy.prefix_caching``).
 - SGLang (``python/sglang/srt/managers/scheduler.py``, ``get_next_batch_to_run``): a prefill
   batch runs alone, before any decode, whenever a waiting request can be admitted (up to
   chunked_prefill_size tokens); admission reserves each running and new request's remaining
@@ -30,12 +31,13 @@ request's TPOT = (latency - TTFT) / (output - 1), averaged over requests with mo
 output token; output tokens/s = all output tokens / the run's duration (the last request's
 end). The first output token comes out of the step that finishes the prompt's prefill.
 
-Request lengths: ``fixed`` (``--dataset-name random``, whose range ratio defaults to 0) or
-``sharegpt``: deterministic exponential quantiles of the run's mean input and output,
-clipped as vLLM's ShareGPT sampler filters them (``vllm/benchmarks/datasets.py``,
-``is_valid_sequence``: prompt and output at least 4 tokens, prompt at most 1,024, prompt +
-output at most 2,048), input and output paired and ordered by a fixed shuffle. The
-exponential shape is an assumption (ShareGPT's lengths are heavy-tailed), not a measurement.
+Request lengths: ``fixed`` (``vllm bench serve --dataset-name random``, whose range ratio
+defaults to 0), ``uniform`` (sglang.bench_serving's and InferenceMAX's random draws, from a
+ratio of the longest to the longest) or ``sharegpt``: deterministic Weibull quantiles
+(SHAREGPT_WEIBULL_SHAPE) of the run's mean input and output, clipped as vLLM's ShareGPT
+sampler filters them (``vllm/benchmarks/datasets.py``, ``is_valid_sequence``: prompt and
+output at least 4 tokens, prompt at most 1,024, prompt + output at most 2,048), input and
+output paired and ordered by a fixed shuffle. The Weibull shape is fitted, not measured.
 """
 
 import heapq
