@@ -22,8 +22,12 @@ import msgspec
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import limits_for_engine
-from service.sizing.serving.loop import EngineLimits, Workload, benchmark
+from service.sizing.serving.engines import (
+    async_scheduling,
+    kv_pool_tokens_for_engine,
+    limits_for_engine,
+)
+from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 from service.sizing.vllm.config import EngineConfig, for_release
@@ -142,12 +146,27 @@ def workload_of(run: dict[str, Any]) -> Workload:
         prompts = int(run["successful_requests"])
         input_tokens = run["total_input_tokens"] / prompts
         output_tokens = run["total_output_tokens"] / prompts
+    distribution: LengthDistribution = "exponential"
+    low = 0.0
+    if run["dataset"] == "random":
+        # vllm bench serve's random lengths are fixed (range ratio 0); sglang.bench_serving
+        # draws each request's from ratio x L to L, its ratio 0 unless the command sets one;
+        # InferenceMAX's client from 0.8 x L to L.
+        command = run.get("bench_command") or ""
+        ratio = _flag(command, "--random-range-ratio")
+        if run["total_input_tokens"] is None:
+            distribution, low = "uniform", INFERENCEMAX_RANGE_RATIO
+        elif (run.get("bench_tool") or "").startswith("sglang.bench_serving"):
+            distribution, low = "uniform", float(ratio) if ratio else 0.0
+        else:
+            distribution = "fixed"
     return Workload(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         concurrency=run["max_concurrency"],
         num_prompts=prompts,
-        output_distribution="fixed" if run["dataset"] == "random" else "exponential",
+        output_distribution=distribution,
+        length_low_ratio=low,
     )
 
 
@@ -222,15 +241,34 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     except SizingError as exc:
         return f"{exc.field}: {exc.message}"
     # Another engine runs its own batch limits (the serve command's flags are vLLM's).
-    limits = limits_for_engine(limits, run["engine"])
+    pool = kv_pool_tokens_for_engine(run["engine"], prediction)
+    own_seqs = _flag(command, "--max-running-requests", "--max_batch_size")
+    own_tokens = _flag(command, "--chunked-prefill-size", "--max_num_tokens")
+    limits = limits_for_engine(
+        limits,
+        run["engine"],
+        int(own_seqs) if own_seqs else None,
+        int(own_tokens) if own_tokens else None,
+        kv_pool_tokens=pool,
+    )
+    overlap = async_scheduling(
+        run["engine"],
+        run["engine_version"],
+        "--async-scheduling" in command and "--no-async-scheduling" not in command,
+    )
+    costs = msgspec.structs.replace(costs, async_scheduling=overlap)
     return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
 
 
 def predict_run(
-    run: dict[str, Any], prepared: Prepared | str | None = None, **factors: float
+    run: dict[str, Any],
+    prepared: Prepared | str | None = None,
+    sharegpt_shape: float | None = None,
+    **factors: Any,
 ) -> RunResult:
     """``prepared``: ``prepare(run)`` done before; ``factors``: replace the fitted constants
-    (``efficiency_for``'s keyword arguments; the calibration script's search)."""
+    (``efficiency_for``'s keyword arguments; the calibration script's search), and
+    ``sharegpt_shape`` the ShareGPT lengths' Weibull shape."""
     base = _base(run)
     ready = prepare(run) if prepared is None else prepared
     if isinstance(ready, str):
@@ -238,7 +276,11 @@ def predict_run(
     engine: Engine = run["engine"]
     try:
         eff = efficiency_for(ready.architecture, engine, **factors)
-        out = benchmark(ready.costs, eff, ready.limits, workload_of(run), POLICIES[engine])
+        w = workload_of(run)
+        policy = POLICIES[engine]
+        if "no-enable-prefix-caching" in run["serve_command"] + " ".join(run["notes"]):
+            policy = msgspec.structs.replace(policy, prefix_caching=False)
+        out = benchmark(ready.costs, eff, ready.limits, w, policy, sharegpt_shape)
     except SizingError as exc:
         return msgspec.structs.replace(base, skipped=f"{exc.field}: {exc.message}")
     return msgspec.structs.replace(

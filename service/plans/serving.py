@@ -16,7 +16,11 @@ from service.sizing.parallel import default_splits, tensor_parallel_problem
 from service.sizing.serving.curve import Curve
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import limits_for_engine
+from service.sizing.serving.engines import (
+    async_scheduling,
+    kv_pool_tokens_for_engine,
+    limits_for_engine,
+)
 from service.sizing.serving.traffic import (
     Candidate,
     CurveFor,
@@ -67,10 +71,17 @@ def replica_of(
         max_num_batched_tokens=options.max_num_batched_tokens,
     )
     limits = limits_for_engine(
-        engine_limits(d, p), engine, options.max_num_seqs, options.max_num_batched_tokens
+        engine_limits(d, p),
+        engine,
+        options.max_num_seqs,
+        options.max_num_batched_tokens,
+        kv_pool_tokens_for_engine(engine, p),
     )
     eff = efficiency_for(gpu.architecture, engine)
-    return p, ReplicaModel(costs=step_costs(d, p), efficiency=eff, limits=limits)
+    # No vllm_version: the current releases, which schedule asynchronously.
+    overlap = async_scheduling(engine, options.vllm_version, options.vllm_version is None)
+    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    return p, ReplicaModel(costs=costs, efficiency=eff, limits=limits)
 
 
 def check_length(input_tokens: int, output_tokens: int, max_model_len: int, field: str) -> None:

@@ -12,6 +12,11 @@ from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.engines import (
+    async_scheduling,
+    kv_pool_tokens_for_engine,
+    limits_for_engine,
+)
 from service.sizing.serving.loop import (
     EngineLimits,
     ServingPrediction,
@@ -51,6 +56,47 @@ MOE_KERNELS = 8
 gate-up GEMM, the activation, the grouped down GEMM and the weighted sum (vLLM's fused_moe)."""
 
 
+ACTIVATION_PASSES_PER_LAYER = 16
+"""Hidden-sized activation vectors one decoder layer reads or writes per token, counted from
+vLLM's layer forward (an estimate, not a profile): the token mixer's fused residual add and
+norm (read the input and the residual, write both: 4), the QKV GEMM's input (1), the output
+projection's result (1) and the all-reduce's input and output (2); the MLP or MoE block the
+same 8 again."""
+
+MOE_PASSES_PER_ROUTED_COPY = 3
+"""Hidden-sized vectors per token per routed expert it goes to (vLLM's fused_moe): the grouped
+gate-up GEMM gathers the token's row for each of its k experts (1), the grouped down GEMM
+writes k rows (1) and the weighted sum reads them back (1)."""
+
+INTERMEDIATE_PASSES = 6
+"""Intermediate-sized values per token per FFN (an expert's for each routed copy) on this
+GPU's slice: the gate-up GEMM writes 2 x I, the activation reads them and writes I, the down
+GEMM reads I."""
+
+
+def activation_bytes_per_token(
+    m: ModelSpec, tensor_parallel: int, pipeline_parallel: int = 1
+) -> float:
+    """Bytes of activations one token streams through one GPU's stage in a step: the hidden
+    states are whole on every rank; the FFN's intermediate is split by tensor parallelism."""
+    h, t = m.hidden_size, tensor_parallel
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    dense_width = (
+        (m.dense_intermediate_size or m.intermediate_size) if m.is_moe else m.intermediate_size
+    )
+    per_dense = ACTIVATION_PASSES_PER_LAYER * h + INTERMEDIATE_PASSES * dense_width / t
+    k = m.experts_per_token
+    per_moe = ACTIVATION_PASSES_PER_LAYER * h + k * (
+        MOE_PASSES_PER_ROUTED_COPY * h + INTERMEDIATE_PASSES * m.intermediate_size / t
+    )
+    values = per_moe * moe_layers + per_dense * (m.layers - moe_layers)
+    return ACTIVATION_VALUE_BYTES * values / pipeline_parallel
+
+
+ACTIVATION_VALUE_BYTES = 2
+"""BF16 activations (an FP8 checkpoint's GEMMs quantise their inputs on the fly)."""
+
+
 def kernels_per_step(m: ModelSpec, pipeline_parallel: int = 1) -> float:
     """Kernels one step launches on one pipeline stage (the all-reduces are priced apart)."""
     mixers = sum(MIXER_KERNELS.get(k, MIXER_KERNELS["full"]) for k in m.resolved_layer_types)
@@ -68,6 +114,9 @@ class Deployment(msgspec.Struct, frozen=True, kw_only=True):
     pipeline_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    release: str | None = None
+    """The engine's release (\"0.11.0\"); None: the current ones (it decides whether vLLM
+    schedules asynchronously by default)."""
 
 
 def routed_expert_params(model: ModelSpec) -> int:
@@ -75,6 +124,22 @@ def routed_expert_params(model: ModelSpec) -> int:
         return 0
     moe_layers = model.layers - model.dense_layers
     return model.experts * 3 * model.hidden_size * model.intermediate_size * moe_layers
+
+
+def window_kv_share(m: ModelSpec) -> float:
+    """The share of a token's KV that sliding-window layers hold: their count among the
+    layers that keep a KV cache (full and sliding attention share head counts and widths in
+    the models served here)."""
+    sliding, full = m.count_layers("sliding"), m.count_layers("full")
+    if not (sliding and m.sliding_window_tokens):
+        return 0.0
+    return sliding / (sliding + full)
+
+
+def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
+    """Whether the GEMMs run on FP8 tensor cores (``peak_flops_per_s``'s rule)."""
+    fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
+    return (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0
 
 
 def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
@@ -119,10 +184,14 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         * stage_share,
         attention_flops_per_context_token=attention,
         kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
+        window_kv_share=window_kv_share(m),
+        window_tokens=m.sliding_window_tokens,
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
+        fp8_gemms=runs_fp8(d.gpu, d.weight_format),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),
+        activation_bytes_per_token=activation_bytes_per_token(m, t, d.pipeline_parallel),
     )
 
 
@@ -142,7 +211,15 @@ def predict_serving(
     workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
     a number of prompts, else the closed loop's steady state."""
     require(p.starts, "deployment", p.failure or "the engine does not start")
-    costs, limits = step_costs(d, p), engine_limits(d, p)
+    overlap = async_scheduling(engine, d.release, d.release is None)
+    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    limits = limits_for_engine(
+        engine_limits(d, p),
+        engine,
+        d.max_num_seqs,
+        d.max_num_batched_tokens,
+        kv_pool_tokens_for_engine(engine, p),
+    )
     eff = efficiency_for(d.gpu.architecture, engine)
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)

@@ -5,11 +5,12 @@ They belong to a GPU generation and an engine, never to a case. Two kinds:
 - the fractions of peak a large dense GEMM and a streaming read reach on a generation
   (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
   defined, with whether it was re-read ("verified") or not;
-- five serving constants that no datasheet gives (the per-step, per-kernel and per-sequence
-  overheads, the routed experts' kernel efficiency and the tokens per expert at which it
-  reaches half of it): fitted once, over the benchmark runs'
-  calibration half only, by ``bench/serving_calibration.py`` (rerun it to reproduce them),
-  never from a held-out run and never per run.
+- serving constants that no datasheet gives (the per-kernel and per-sequence overheads, the
+  routed experts' kernel efficiency and its half-point, the share of a kernel's shorter side
+  it hides, the FP8 GEMMs' scale and the served GEMMs' scale per generation): fitted once, over
+  the benchmark runs' calibration half only, by ``bench/serving_calibration.py`` (rerun it to
+  reproduce them), never from a held-out run and never per run. docs/serving.md says what
+  each stands for.
 """
 
 from typing import Literal
@@ -54,6 +55,17 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     expert_efficiency: float = 1.0
     """What the routed experts' grouped GEMMs reach of the dense fractions, in FLOPs and in
     bytes, once each expert gets many tokens (per-expert tiles, dequantisation in the kernel)."""
+    fp8_flops_scale: float = 1.0
+    """What an FP8 GEMM reaches of the BF16 fraction of its (twice as high) peak. The FP8
+    checkpoints served here are block-scaled (a scale per 128 x 128 weights and per 128
+    activations of a token): on Hopper the kernels promote the FP8 partial sums into FP32
+    with their scales every 128 of K and quantise each activation group first, which a
+    BF16 GEMM does not."""
+    kernel_overlap: float = 1.0
+    """The share of the shorter of a kernel's math and memory times that it hides under the
+    longer: 1 is the roofline (the max of the two), 0 adds them. A GEMM between the two
+    regimes (tens to a few hundred rows) neither streams its weights at full bandwidth nor
+    keeps its tensor cores fed, so it sits between the two."""
     expert_half_tokens: float = 0.0
     """Tokens per touched expert at which the grouped GEMMs reach half of
     ``expert_efficiency`` (0: always all of it). Each expert's tile costs a fixed part (its
@@ -97,19 +109,34 @@ BANDWIDTH_FRACTION: dict[Generation, float] = {
 }
 
 STEP_OVERHEAD_S = 0.0
+"""Not fitted: the per-kernel and per-sequence costs cover a step's fixed work."""
 KERNEL_OVERHEAD_S = 4e-6
-SEQUENCE_OVERHEAD_S = 160e-6
-EXPERT_EFFICIENCY = 0.7
-EXPERT_HALF_TOKENS = 2.0
-"""The five fitted constants (bench/serving_calibration.py, calibration half only)."""
+SEQUENCE_OVERHEAD_S = 40e-6
+EXPERT_EFFICIENCY = 0.5
+EXPERT_HALF_TOKENS = 0.0
+KERNEL_OVERLAP = 0.5
+FP8_FLOPS_SCALE = 0.5
+"""Fitted on the calibration half by bench/serving_calibration.py (with SERVING_FLOPS_SCALE
+below and simulate.SHAREGPT_WEIBULL_SHAPE)."""
 
 LAYER_OVERHEAD_S = 0.0
 """Not fitted: the per-kernel overhead, with each layer type's kernel count, replaces it."""
 
-SERVING_FLOPS_SCALE = 1.0
+SERVING_FLOPS_SCALE: dict[Generation, float] = {
+    "hopper": 0.5,
+    "ampere": 1.0,
+    # Taken as Hopper's (the calibration script fits one value for them and Hopper).
+    "ada": 0.5,
+    "blackwell": 0.5,
+    "cdna3": 0.5,
+}
+"""What a served step's GEMMs reach of the large-GEMM fractions above, per generation: fitted
+on the calibration half by bench/serving_calibration.py. Serving shapes are smaller and ragged
+(N split by tensor parallelism, M a few hundred to 8,192 rows of many requests), and a GPU
+under sustained load runs below its boost clock (an H100 SXM at 700 W most of all)."""
+
 SERVING_BANDWIDTH_SCALE = 1.0
-"""What a served step achieves of the fractions above beyond what the fitted constants say:
-1, the published fractions as they are (kept as knobs for the calibration script)."""
+"""The published bandwidth fractions as they are (a knob for the calibration script)."""
 
 ALLREDUCE_LATENCY_S = 10e-6
 """Not verified: one small all-reduce over NVLink takes ~5-10 us in vLLM's custom all-reduce
@@ -129,7 +156,7 @@ def efficiency_for(
     architecture: str,
     engine: Engine,
     *,
-    flops_scale: float | None = None,
+    flops_scale: float | dict[Generation, float] | None = None,
     bandwidth_scale: float | None = None,
     step_overhead_s: float | None = None,
     layer_overhead_s: float | None = None,
@@ -137,6 +164,8 @@ def efficiency_for(
     sequence_overhead_s: float | None = None,
     expert_efficiency: float | None = None,
     expert_half_tokens: float | None = None,
+    kernel_overlap: float | None = None,
+    fp8_flops_scale: float | None = None,
 ) -> Efficiency:
     """The factors of a GPU generation (named by the catalogue's ``architecture``) and an
     engine; the keyword arguments replace the fitted constants (the calibration script's
@@ -144,7 +173,8 @@ def efficiency_for(
     to tell them apart."""
     del engine  # one set for every engine until the data can tell them apart
     generation = generation_of(architecture)
-    f_scale = SERVING_FLOPS_SCALE if flops_scale is None else flops_scale
+    scales = SERVING_FLOPS_SCALE if flops_scale is None else flops_scale
+    f_scale = scales if isinstance(scales, float) else scales.get(generation, 1.0)
     b_scale = SERVING_BANDWIDTH_SCALE if bandwidth_scale is None else bandwidth_scale
 
     def pick(value: float | None, fitted: float) -> float:
@@ -160,4 +190,6 @@ def efficiency_for(
         sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
         expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
         expert_half_tokens=pick(expert_half_tokens, EXPERT_HALF_TOKENS),
+        kernel_overlap=pick(kernel_overlap, KERNEL_OVERLAP),
+        fp8_flops_scale=pick(fp8_flops_scale, FP8_FLOPS_SCALE),
     )

@@ -11,6 +11,7 @@ traffic answers read these figures from here.
 
 from service.sizing.serving.efficiency import Engine
 from service.sizing.serving.loop import EngineLimits
+from service.sizing.vllm.predict import EnginePrediction
 
 ENGINE_DEFAULT_LIMITS: dict[Engine, tuple[int, int]] = {
     "sglang": (4096, 8192),
@@ -18,19 +19,65 @@ ENGINE_DEFAULT_LIMITS: dict[Engine, tuple[int, int]] = {
 }
 
 
+TRTLLM_FREE_MEMORY_FRACTION = 0.9
+"""trtllm-serve's --kv_cache_free_gpu_memory_fraction default: the KV cache takes 0.9 of the
+memory left free once the weights are loaded and a warm-up step has run (its KvCacheConfig's
+free_gpu_memory_fraction), where vLLM takes 0.9 of the whole GPU and then subtracts them."""
+
+
+def kv_pool_tokens_for_engine(engine: Engine, p: EnginePrediction) -> int:
+    """The KV pool's tokens under the engine's own memory rule: vLLM's (the vLLM method's) for
+    vLLM and SGLang (whose static fraction of the GPU is close to vLLM's 0.9), TensorRT-LLM's
+    0.9 of the free memory for TensorRT-LLM, at the vLLM method's bytes per token."""
+    if engine != "tensorrt-llm" or p.kv_cache_tokens <= 0:
+        return p.kv_cache_tokens
+    g = p.per_gpu
+    free = g.total_bytes - g.weights_bytes - g.activation_bytes - g.non_torch_bytes
+    per_token = g.kv_cache_bytes / p.kv_cache_tokens
+    return max(p.kv_cache_tokens, int(TRTLLM_FREE_MEMORY_FRACTION * free / per_token))
+
+
 def limits_for_engine(
     limits: EngineLimits,
     engine: Engine,
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
+    kv_pool_tokens: int | None = None,
 ) -> EngineLimits:
     """vLLM's limits (``deploy.engine_limits``) for vLLM; another engine's defaults for the
-    others, unless the request names them."""
+    others, unless the request names them; ``kv_pool_tokens``: the engine's own pool
+    (``kv_pool_tokens_for_engine``), else vLLM's."""
     if engine not in ENGINE_DEFAULT_LIMITS:
         return limits
     seqs, tokens = ENGINE_DEFAULT_LIMITS[engine]
     return EngineLimits(
         max_num_seqs=max_num_seqs or seqs,
         max_num_batched_tokens=max_num_batched_tokens or tokens,
-        kv_pool_tokens=limits.kv_pool_tokens,
+        kv_pool_tokens=kv_pool_tokens or limits.kv_pool_tokens,
     )
+
+
+OVERLAPPED_ENGINES: frozenset[Engine] = frozenset({"sglang", "tensorrt-llm"})
+"""Engines whose scheduler overlaps the GPU by default: SGLang's overlap scheduler (on unless
+--disable-overlap-schedule, ``server_args.py``) and TensorRT-LLM's PyTorch backend
+(``disable_overlap_scheduler`` False by default in its LLM API options)."""
+
+VLLM_ASYNC_DEFAULT_RELEASE = (0, 14)
+"""vLLM turned async scheduling on by default with vllm-project/vllm#27614, the last item of
+its async-scheduling plan (vllm-project/vllm#27679, closed January 2026): taken as from 0.14
+(the release after that merge; inferred from the dates, not re-read in a wheel)."""
+
+
+def async_scheduling(engine: Engine, release: str | None = None, flag: bool = False) -> bool:
+    """Whether the engine overlaps its host work with the GPU: another engine by default; vLLM
+    when the serve command says --async-scheduling or the release turns it on."""
+    if engine in OVERLAPPED_ENGINES or flag:
+        return True
+    if not release:
+        return False
+    parts = release.lstrip("v").split(".")
+    try:
+        version = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return False
+    return version >= VLLM_ASYNC_DEFAULT_RELEASE

@@ -33,7 +33,7 @@ from service.sizing.serving.step import StepCosts, StepTime, step_time
 Bottleneck = Literal[
     "compute", "hbm-bandwidth", "interconnect", "overhead", "kv-capacity", "max-num-seqs"
 ]
-LengthDistribution = Literal["fixed", "exponential", "sharegpt"]
+LengthDistribution = Literal["fixed", "exponential", "sharegpt", "uniform"]
 
 
 class EngineLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +53,9 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     num_prompts: int | None = None
     """A finite benchmark of P prompts; None: the steady state."""
     output_distribution: LengthDistribution = "fixed"
+    length_low_ratio: float = 0.0
+    """``uniform`` only: lengths drawn uniformly from this fraction of the longest to the
+    longest, around the means above."""
 
 
 class ServingPrediction(msgspec.Struct, frozen=True, kw_only=True):
@@ -224,6 +227,7 @@ def benchmark(
     limits: EngineLimits,
     w: Workload,
     policy: Policy | None = None,
+    weibull_shape: float | None = None,
 ) -> ServingPrediction:
     """A finite run of ``w.num_prompts`` prompts, at most ``w.concurrency`` at once (None: all),
     as ``vllm bench serve`` reports it: totals over the run's duration, means over requests;
@@ -232,8 +236,12 @@ def benchmark(
     _validate(w)
     require(w.num_prompts is not None and w.num_prompts >= 1, "num_prompts", "must be at least 1")
     assert w.num_prompts is not None
-    shape: LengthShape = "fixed" if w.output_distribution == "fixed" else "sharegpt"
-    requests = lengths(w.num_prompts, w.input_tokens, w.output_tokens, shape)
+    shape: LengthShape = "sharegpt"
+    if w.output_distribution in ("fixed", "uniform"):
+        shape = "uniform" if w.output_distribution == "uniform" else "fixed"
+    requests = lengths(
+        w.num_prompts, w.input_tokens, w.output_tokens, shape, weibull_shape, w.length_low_ratio
+    )
     run = simulate(
         costs,
         eff,

@@ -12,7 +12,8 @@ Scheduling, per engine (``Policy``):
   order while the step's token budget (max_num_batched_tokens), max_num_seqs and the free KV
   pool allow, the last one chunked; a request takes KV as its tokens are computed, and when
   the pool runs out during decode the most recently admitted request is preempted (its KV
-  freed; it re-prefills its prompt and the tokens it had, first in line).
+  freed; it re-prefills its prompt and the tokens it had, first in line, less what the prefix
+  cache still holds of them: ``Policy.prefix_caching``).
 - SGLang (``python/sglang/srt/managers/scheduler.py``, ``get_next_batch_to_run``): a prefill
   batch runs alone, before any decode, whenever a waiting request can be admitted (up to
   chunked_prefill_size tokens); admission reserves each running and new request's remaining
@@ -30,12 +31,13 @@ request's TPOT = (latency - TTFT) / (output - 1), averaged over requests with mo
 output token; output tokens/s = all output tokens / the run's duration (the last request's
 end). The first output token comes out of the step that finishes the prompt's prefill.
 
-Request lengths: ``fixed`` (``--dataset-name random``, whose range ratio defaults to 0) or
-``sharegpt``: deterministic exponential quantiles of the run's mean input and output,
-clipped as vLLM's ShareGPT sampler filters them (``vllm/benchmarks/datasets.py``,
-``is_valid_sequence``: prompt and output at least 4 tokens, prompt at most 1,024, prompt +
-output at most 2,048), input and output paired and ordered by a fixed shuffle. The
-exponential shape is an assumption (ShareGPT's lengths are heavy-tailed), not a measurement.
+Request lengths: ``fixed`` (``vllm bench serve --dataset-name random``, whose range ratio
+defaults to 0), ``uniform`` (sglang.bench_serving's and InferenceMAX's random draws, from a
+ratio of the longest to the longest) or ``sharegpt``: deterministic Weibull quantiles
+(SHAREGPT_WEIBULL_SHAPE) of the run's mean input and output, clipped as vLLM's ShareGPT
+sampler filters them (``vllm/benchmarks/datasets.py``, ``is_valid_sequence``: prompt and
+output at least 4 tokens, prompt at most 1,024, prompt + output at most 2,048), input and
+output paired and ordered by a fixed shuffle. The Weibull shape is fitted, not measured.
 """
 
 import heapq
@@ -50,11 +52,16 @@ from service.sizing.errors import require
 from service.sizing.serving.efficiency import Efficiency, Engine
 from service.sizing.serving.step import StepCosts, step_time
 
-LengthShape = Literal["fixed", "sharegpt"]
+LengthShape = Literal["fixed", "sharegpt", "uniform"]
 
 SHAREGPT_MIN = 4
 SHAREGPT_MAX_PROMPT = 1024
 SHAREGPT_MAX_TOTAL = 2048
+SHAREGPT_WEIBULL_SHAPE = 0.8
+"""The shape k of the Weibull law the ShareGPT lengths follow (1: exponential; below 1, more
+very short and very long requests around the same mean). Fitted on the calibration half by
+bench/serving_calibration.py: a property of the dataset as vLLM's sampler filters it, not of
+a run."""
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,17 +72,34 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     new_token_ratio: tuple[float, float, int] | None = None
     """SGLang: (initial ratio, floor, decode steps to decay) of the output reserved."""
     chunked_prefill: bool = True
+    prefix_caching: bool = False
+    """vLLM V1 (on by default): a preempted request's blocks go back to the free queue as
+    cached blocks, behind the free ones (``kv_cache_manager.free`` frees a request's blocks
+    in reverse order to the queue's tail; allocation evicts from its head), so on its return
+    it recomputes only what others allocated over since (``get_computed_blocks``)."""
 
 
 POLICIES: dict[Engine, Policy] = {
-    "vllm": Policy(),
+    "vllm": Policy(prefix_caching=True),
     "sglang": Policy(prefill_first=True, new_token_ratio=(0.7, 0.7 * 0.14, 600)),
     "tensorrt-llm": Policy(reserve_output=True, chunked_prefill=False),
 }
 
 
 class Request:
-    __slots__ = ("done", "epoch", "first", "gen", "input", "output", "prefilled", "sent", "start_g")
+    __slots__ = (
+        "cached",
+        "done",
+        "epoch",
+        "first",
+        "gen",
+        "input",
+        "mark",
+        "output",
+        "prefilled",
+        "sent",
+        "start_g",
+    )
 
     def __init__(self, input_tokens: int, output_tokens: int) -> None:
         self.input = input_tokens
@@ -91,6 +115,10 @@ class Request:
         """The global decode-step count when its current decode run began."""
         self.epoch = 0
         """Bumped at each preemption: older entries of the finish heap are stale."""
+        self.cached = 0
+        """Tokens its preemption left in the prefix cache (vLLM frees them as cached blocks)."""
+        self.mark = 0
+        """The pool's allocation count when it was preempted."""
 
     def target(self) -> int:
         """Tokens to compute before it decodes again: the prompt and any output it had."""
@@ -110,17 +138,41 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """Time during which a waiting request could not be admitted for want of KV pool."""
     seqs_wait_s: float = 0.0
     """Time during which one waited because max_num_seqs requests were running."""
+    median_tpot_s: float = 0.0
+    mean_itl_s: float = 0.0
+    """Mean time between a request's tokens over all decode tokens (the client's mean ITL)."""
 
 
 def lengths(
-    prompts: int, input_mean: float, output_mean: float, shape: LengthShape
+    prompts: int,
+    input_mean: float,
+    output_mean: float,
+    shape: LengthShape,
+    weibull_shape: float | None = None,
+    low_ratio: float = 0.0,
 ) -> list[tuple[int, int]]:
+    """``weibull_shape``: the ShareGPT lengths' Weibull shape (None: SHAREGPT_WEIBULL_SHAPE);
+    ``low_ratio``: for ``uniform``, the shortest length as a fraction of the longest (a random
+    dataset's range ratio as sglang.bench_serving and InferenceMAX's client draw it: uniform
+    from ratio x L to L)."""
     if shape == "fixed":
         i, o = max(1, round(input_mean)), max(1, round(output_mean))
         return [(i, o)] * prompts
+    if shape == "uniform":
+
+        def spread(mean: float) -> list[float]:
+            top = 2 * mean / (1 + low_ratio)
+            low = low_ratio * top
+            return [max(1.0, low + (top - low) * (k + 0.5) / prompts) for k in range(prompts)]
+
+        ins, outs = spread(input_mean), spread(output_mean)
+        random.Random(1).shuffle(ins)
+        random.Random(2).shuffle(outs)
+        return [(round(i), round(o)) for i, o in zip(ins, outs, strict=True)]
 
     def quantiles(mean: float, cap: int) -> list[float]:
-        xs = [-math.log(1 - (k + 0.5) / prompts) for k in range(prompts)]
+        power = 1 / (weibull_shape or SHAREGPT_WEIBULL_SHAPE)
+        xs = [(-math.log(1 - (k + 0.5) / prompts)) ** power for k in range(prompts)]
         scale = mean
         for _ in range(4):  # rescale so the clipped values keep the run's mean
             got = sum(min(max(scale * x, SHAREGPT_MIN), cap) for x in xs) / prompts
@@ -166,6 +218,14 @@ def simulate(
     now, g, decoding, context, used, reserved, remaining = 0.0, 0, 0, 0, 0, 0, 0
     busy, peak, preempted, done, tie = 0.0, 0, 0, 0, 0
     kv_wait, seqs_wait = 0.0, 0.0
+    allocated = 0  # tokens the pool has handed out so far
+
+    def hits(r: Request) -> int:
+        """Tokens of a returning preempted request still in the prefix cache (at least its
+        last token is recomputed, to sample the next one)."""
+        if not (policy.prefix_caching and r.cached):
+            return 0
+        return max(0, min(r.cached - (allocated - r.mark), r.target() - 1))
 
     def ratio() -> float:
         assert policy.new_token_ratio is not None
@@ -176,7 +236,8 @@ def simulate(
         """Prompt tokens of ``r`` this step can take (0: it must wait)."""
         if len(running) >= max_num_seqs or budget <= 0:
             return 0
-        need = r.target()
+        cached = hits(r)
+        need = r.target() - cached
         take = min(need, budget) if policy.chunked_prefill else (need if need <= budget else 0)
         if take <= 0:
             return 0
@@ -187,7 +248,7 @@ def simulate(
             held = used + pending + ratio() * (remaining + r.output - r.gen)
             fits = held + need <= kv_pool_tokens
         else:
-            fits = used + take <= kv_pool_tokens
+            fits = used + cached + take <= kv_pool_tokens
         return take if fits else 0
 
     while done < len(reqs):
@@ -202,6 +263,9 @@ def simulate(
                 budget -= take
         while waiting and (take := admissible(waiting[0], budget)) > 0:
             r = waiting.popleft()
+            cached = hits(r)
+            r.prefilled, r.cached = cached, 0
+            used += cached
             running.append(r)
             prefilling.append(r)
             reserved += r.input + r.output
@@ -244,6 +308,7 @@ def simulate(
             seqs_wait += step * steps
         busy += decoding * step * k
         # 4. advance: the decodes, then the prefills that completed
+        allocated += decoding * k + prefill
         g += k
         context += decoding * k
         used += decoding * k
@@ -285,14 +350,17 @@ def simulate(
         while used > kv_pool_tokens and len(running) > 1:
             r = running.pop()
             preempted += 1
+            r.mark = allocated
             if r in prefilling:
                 prefilling.remove(r)
                 used -= r.prefilled
+                r.cached = r.prefilled
             else:
                 decoding -= 1
                 ran = g - r.start_g
                 context -= r.prefilled + ran
                 used -= r.prefilled + ran
+                r.cached = r.prefilled + ran
                 r.gen += ran
                 r.epoch += 1
             remaining -= r.output - r.gen
@@ -301,8 +369,12 @@ def simulate(
             waiting.appendleft(r)
     ttft = sum(r.first - r.sent for r in reqs) / len(reqs)
     multi = [r for r in reqs if r.output > 1]
-    tpot = sum((r.done - r.first) / (r.output - 1) for r in multi) / len(multi) if multi else 0.0
+    tpots = sorted((r.done - r.first) / (r.output - 1) for r in multi)
+    tpot = sum(tpots) / len(tpots) if tpots else 0.0
+    median_tpot = tpots[len(tpots) // 2] if tpots else 0.0
     total_out = sum(r.output for r in reqs)
+    gaps = sum(r.output - 1 for r in multi)
+    itl = sum(r.done - r.first for r in multi) / gaps if gaps else 0.0
     return Outcome(
         duration_s=now,
         mean_ttft_s=ttft,
@@ -313,4 +385,6 @@ def simulate(
         preemptions=preempted,
         kv_wait_s=kv_wait,
         seqs_wait_s=seqs_wait,
+        mean_itl_s=itl,
+        median_tpot_s=median_tpot,
     )

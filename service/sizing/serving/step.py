@@ -52,6 +52,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     per token of its context."""
     kv_bytes_per_token: float
     """KV bytes per token of context on this GPU (the pool's bytes / the pool's tokens)."""
+    window_kv_share: float = 0.0
+    """The share of ``kv_bytes_per_token`` that sliding-window layers hold (gpt-oss: half)."""
+    window_tokens: int = 0
+    """Their window: a decode reads at most this much of each sequence's context there."""
     peak_flops_per_s: float
     """Dense tensor-core peak in the format the GEMMs run in."""
     hbm_bytes_per_s: float
@@ -61,6 +65,16 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     """Kernels one step launches on this GPU's stage (``deploy.kernels_per_step``)."""
     activation_bytes: int = 2
     """Bytes per activation value the all-reduce moves (BF16)."""
+    fp8_gemms: bool = False
+    """The GEMMs run in FP8 (``peak_flops_per_s`` is the FP8 peak): they reach
+    ``Efficiency.fp8_flops_scale`` of the fraction a BF16 GEMM reaches."""
+    async_scheduling: bool = False
+    """The engine prepares the next step while the GPU runs this one (the host's per-step and
+    per-sequence work overlaps the GPU's instead of adding to it)."""
+    activation_bytes_per_token: float = 0.0
+    """Activation bytes the step's small kernels read and write per token on this GPU, over
+    all its layers (``deploy.activation_bytes_per_token``): tensor parallelism splits the
+    weights, not the hidden states, so every rank streams every token's activations."""
 
 
 class StepTime(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,28 +111,42 @@ def step_time(
     tokens = prefill_tokens + decode_sequences
     attention = costs.attention_flops_per_context_token
     peak = costs.peak_flops_per_s * eff.flops_fraction
+    if costs.fp8_gemms:
+        peak *= eff.fp8_flops_scale
     hbm = costs.hbm_bytes_per_s * eff.bandwidth_fraction
     linear_flops = tokens * costs.flops_per_token
     attention_flops = (
         prefill_tokens * prefill_context * attention + decode_sequences * decode_context * attention
     )
     flops = linear_flops + attention_flops
+    activations = tokens * costs.activation_bytes_per_token
     touched = distinct_experts(costs.experts, costs.experts_per_token, tokens)
     expert_bytes = touched * costs.expert_bytes_per_expert
     weights = costs.dense_weight_bytes + expert_bytes
-    kv = decode_sequences * decode_context * costs.kv_bytes_per_token
-    bytes_read = weights + kv
+    # Sliding-window layers read at most their window of each sequence's context.
+    window = min(decode_context, costs.window_tokens) if costs.window_tokens else decode_context
+    share = costs.window_kv_share
+    kv_context = (1 - share) * decode_context + share * window
+    kv = decode_sequences * kv_context * costs.kv_bytes_per_token
+    bytes_read = weights + kv + activations
     # Three kernel families run one after the other: the dense GEMMs (their weights and
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
     # attention (KV, attention FLOPs); each is bound by the larger of its two times.
     expert_flops = tokens * costs.expert_flops_per_token
     x = expert_fraction(eff, tokens * costs.experts_per_token / touched if touched else 0.0)
-    dense = max((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
-    grouped = max(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
-    linear = dense + grouped
-    attend = max(attention_flops / peak, kv / hbm)
+    hide = eff.kernel_overlap
+
+    def kernel(math_s: float, memory_s: float) -> float:
+        # A kernel hides ``kernel_overlap`` of the shorter of its math and its reads under
+        # the longer (1: a pure roofline, the max of the two).
+        return max(math_s, memory_s) + (1 - hide) * min(math_s, memory_s)
+
+    dense = kernel((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
+    grouped = kernel(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
+    linear = dense + grouped + activations / hbm
+    attend = kernel(attention_flops / peak, kv / hbm)
     compute = linear_flops / peak + attention_flops / peak
-    memory = weights / hbm + kv / hbm
+    memory = weights / hbm + kv / hbm + activations / hbm
     interconnect = 0.0
     t = costs.tensor_parallel
     if t > 1 and tokens > 0:
@@ -127,13 +155,15 @@ def step_time(
         if costs.link_bytes_per_s > 0:
             per_allreduce += 2 * (t - 1) / t * message / costs.link_bytes_per_s
         interconnect = 2 * costs.layers * per_allreduce
-    overhead = (
-        eff.step_overhead_s
-        + eff.layer_overhead_s * costs.layers
-        + eff.kernel_overhead_s * costs.kernels
-        + eff.sequence_overhead_s * decode_sequences
-    )
-    stage = linear + attend + interconnect + overhead
+    launches = eff.layer_overhead_s * costs.layers + eff.kernel_overhead_s * costs.kernels
+    # The host's share: scheduling the step, preparing its inputs and handling each running
+    # request's new token. Serial with the GPU's work unless the engine schedules the next
+    # step while this one runs (vLLM's async scheduling, SGLang's overlap scheduler,
+    # TensorRT-LLM's overlap scheduler): then the step takes the longer of the two.
+    host = eff.step_overhead_s + eff.sequence_overhead_s * decode_sequences
+    overhead = launches + host
+    device = linear + attend + interconnect + launches
+    stage = max(device, host) if costs.async_scheduling else device + host
     total = stage * costs.pipeline_parallel  # a token passes every stage in turn
     parts: dict[StepBound, float] = {
         "compute": compute,

@@ -115,3 +115,27 @@ def test_a_run_without_totals_takes_the_mean_of_the_clients_length_draw() -> Non
     w = workload_of(run)
     assert (w.input_tokens, w.output_tokens, w.num_prompts) == (7372.5, 921.5, 640)
     assert w.concurrency == 64
+    assert (w.output_distribution, w.length_low_ratio) == ("uniform", 0.8)
+
+
+def test_random_lengths_follow_the_client_that_drew_them() -> None:
+    # vllm bench serve keeps random lengths fixed; sglang.bench_serving draws them uniformly
+    # from ratio x L to L, ratio 0 unless --random-range-ratio says otherwise.
+    base = {
+        "total_input_tokens": 6100,
+        "total_output_tokens": 4210,
+        "successful_requests": 10,
+        "num_prompts": 10,
+        "max_concurrency": 1,
+        "dataset": "random",
+    }
+    vllm = workload_of({**base, "bench_tool": "vllm bench serve", "bench_command": "vllm bench"})
+    assert vllm.output_distribution == "fixed"
+    sgl = {**base, "bench_tool": "sglang.bench_serving", "bench_command": "--num-prompts 10"}
+    assert (workload_of(sgl).output_distribution, workload_of(sgl).length_low_ratio) == (
+        "uniform",
+        0.0,
+    )
+    set_ratio = {**sgl, "bench_command": "--random-range-ratio 0.5 --num-prompts 10"}
+    assert workload_of(set_ratio).length_low_ratio == 0.5
+    assert (workload_of(sgl).input_tokens, workload_of(sgl).output_tokens) == (610, 421)

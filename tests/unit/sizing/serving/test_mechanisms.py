@@ -1,0 +1,182 @@
+"""The serving mechanisms that replaced the 160 us per sequence, each by hand."""
+
+import pytest
+
+from service.offline import local_catalogue
+from service.sizing.serving.deploy import activation_bytes_per_token, window_kv_share
+from service.sizing.serving.efficiency import Efficiency
+from service.sizing.serving.engines import async_scheduling, kv_pool_tokens_for_engine
+from service.sizing.serving.simulate import POLICIES, Policy, lengths, simulate
+from service.sizing.serving.step import StepCosts, step_time
+from service.sizing.vllm.config import EngineConfig
+from service.sizing.vllm.predict import predict_vllm
+
+UNIT = StepCosts(
+    tensor_parallel=1,
+    layers=1,
+    hidden_size=1,
+    dense_weight_bytes=1_000_000_000,
+    flops_per_token=250_000_000,
+    attention_flops_per_context_token=0,
+    kv_bytes_per_token=0,
+    peak_flops_per_s=1e12,
+    hbm_bytes_per_s=1e12,
+)
+"""1 GB of weights at 1e12 B/s (1 ms) and 2.5e8 FLOPs a token at 1e12 FLOP/s (0.25 ms)."""
+
+
+def eff(**kw: float) -> Efficiency:
+    return Efficiency(
+        flops_fraction=1, bandwidth_fraction=1, step_overhead_s=0, allreduce_latency_s=0, **kw
+    )
+
+
+def test_a_kernel_hides_its_overlap_share_of_the_shorter_side() -> None:
+    # 2 tokens x 2.5e8 FLOPs = 5e8 / 1e12 = 0.5 ms of math; 1e9 B / 1e12 = 1 ms of reads.
+    # Overlap 1: max = 1 ms; 0.5: 1 + 0.5 x 0.5 = 1.25 ms; 0: 1.5 ms.
+    for hide, want in ((1.0, 1.0e-3), (0.5, 1.25e-3), (0.0, 1.5e-3)):
+        t = step_time(
+            UNIT,
+            eff(kernel_overlap=hide),
+            prefill_tokens=2,
+            prefill_context=0,
+            decode_sequences=0,
+            decode_context=0,
+        )
+        assert t.total_s == pytest.approx(want, rel=1e-9)
+
+
+def test_fp8_gemms_reach_the_scaled_fraction_of_their_peak() -> None:
+    # 8 tokens: 2e9 FLOPs at 1e12 x 0.5 = 4 ms (> the 1 ms of reads, overlap 1).
+    fp8 = StepCosts(**{**_fields(UNIT), "fp8_gemms": True})
+    t = step_time(
+        fp8,
+        eff(fp8_flops_scale=0.5),
+        prefill_tokens=8,
+        prefill_context=0,
+        decode_sequences=0,
+        decode_context=0,
+    )
+    assert t.total_s == pytest.approx(4e-3, rel=1e-9)
+
+
+def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
+    # 10 decoding sequences x 100 us = 1 ms on the host; the GPU: 10 x 2.5e8 = 2.5e9 FLOPs
+    # = 2.5 ms against 1 ms of reads: 2.5 ms. Serial 3.5 ms; overlapped max(2.5, 1) = 2.5 ms.
+    host = eff(sequence_overhead_s=100e-6)
+    serial = step_time(
+        UNIT, host, prefill_tokens=0, prefill_context=0, decode_sequences=10, decode_context=0
+    )
+    overlapped = step_time(
+        StepCosts(**{**_fields(UNIT), "async_scheduling": True}),
+        host,
+        prefill_tokens=0,
+        prefill_context=0,
+        decode_sequences=10,
+        decode_context=0,
+    )
+    assert serial.total_s == pytest.approx(3.5e-3, rel=1e-9)
+    assert overlapped.total_s == pytest.approx(2.5e-3, rel=1e-9)
+
+
+def test_activations_stream_every_token_through_every_rank() -> None:
+    # 3 prompt tokens x 1e8 B = 3e8 B at 1e12 B/s = 0.3 ms, after the GEMMs' max(0.75 ms of
+    # math, 1 ms of reads) = 1 ms: 1.3 ms.
+    costs = StepCosts(**{**_fields(UNIT), "activation_bytes_per_token": 1e8})
+    t = step_time(
+        costs, eff(), prefill_tokens=3, prefill_context=0, decode_sequences=0, decode_context=0
+    )
+    assert t.total_s == pytest.approx(1.3e-3, rel=1e-9)
+
+
+def test_activation_bytes_count_hidden_and_intermediate_passes() -> None:
+    cat = local_catalogue()
+    # Qwen3-8B, TP1: 36 x (16 x 4,096 + 6 x 12,288) x 2 B = 36 x 139,264 x 2 = 10,027,008.
+    assert activation_bytes_per_token(cat.model("qwen3-8b"), 1) == 10_027_008
+    # GLM-4.5-Air at TP4: 45 MoE layers x (16 x 4,096 + 8 x (3 x 4,096 + 6 x 1,408 / 4)) =
+    # 45 x 180,736 = 8,133,120, and its dense layer 16 x 4,096 + 6 x 10,944 / 4 = 81,952:
+    # 8,215,072 values x 2 B = 16,430,144.
+    assert activation_bytes_per_token(cat.model("glm-4.5-air"), 4) == 16_430_144
+
+
+def test_the_client_draws_uniform_lengths_around_the_means() -> None:
+    # 4 requests, means 10 in and 20 out, ratio 0: uniform up to 20 and 40, quantiles at
+    # 1/8, 3/8, 5/8, 7/8: 2.5, 7.5, 12.5, 17.5 -> 2, 8, 12, 18 (round half to even) and
+    # 5, 15, 25, 35; ratio 0.5 around the output mean 20: from 13.33 to 26.67, at 15, 18.33,
+    # 21.67, 25 -> 15, 18, 22, 25.
+    got = lengths(4, 10, 20, "uniform", low_ratio=0.0)
+    assert sorted(i for i, _ in got) == [2, 8, 12, 18]
+    assert sorted(o for _, o in got) == [5, 15, 25, 35]
+    half = lengths(4, 10, 20, "uniform", low_ratio=0.5)
+    assert sorted(o for _, o in half) == [15, 18, 22, 25]
+
+
+def test_vllm_schedules_asynchronously_from_014_or_when_told() -> None:
+    assert not async_scheduling("vllm", "0.13.0")
+    assert async_scheduling("vllm", "v0.14.0")
+    assert async_scheduling("vllm", "0.15.1")
+    assert not async_scheduling("vllm", None)
+    assert async_scheduling("vllm", "0.11.0", flag=True)
+    assert async_scheduling("sglang", None)
+    assert async_scheduling("tensorrt-llm", "1.0.0")
+
+
+def test_tensorrt_llm_takes_nine_tenths_of_the_free_memory() -> None:
+    cat = local_catalogue()
+    p = predict_vllm(cat.model("qwen3-32b"), cat.gpu("a100-80gb"), EngineConfig(max_model_len=4096))
+    g = p.per_gpu
+    # vLLM: 0.9 x total - weights - activations - non-torch (the method's pool); trtllm-serve:
+    # 0.9 x (total - weights - activations - non-torch), i.e. 0.1 x (weights + activations +
+    # non-torch) more, at the same bytes per token.
+    free = g.total_bytes - g.weights_bytes - g.activation_bytes - g.non_torch_bytes
+    want = int(0.9 * free / (g.kv_cache_bytes / p.kv_cache_tokens))
+    assert kv_pool_tokens_for_engine("tensorrt-llm", p) == want
+    assert want > 1.5 * p.kv_cache_tokens  # 65 GB of BF16 weights on an 80 GB GPU
+    assert kv_pool_tokens_for_engine("vllm", p) == p.kv_cache_tokens
+    assert kv_pool_tokens_for_engine("sglang", p) == p.kv_cache_tokens
+
+
+def test_a_preempted_request_finds_its_blocks_in_the_prefix_cache() -> None:
+    # Two requests of 10 prompt tokens and 30 output tokens in a pool of 50 tokens: both are
+    # admitted, and the pool runs out after 15 decode steps (20 + 2 x 15 = 50); the later one
+    # is preempted. With the prefix cache it comes back to find its 25 tokens intact unless
+    # the first request has allocated over them; without it, it recomputes them all.
+    # Every token, prompt or decode, costs 1 ms (1e9 FLOPs at 1e12 FLOP/s; no weights), so the
+    # recomputed tokens show in the duration:
+    costs = StepCosts(**{**_fields(UNIT), "dense_weight_bytes": 0, "flops_per_token": 1e9})
+    run = {
+        "max_num_seqs": 8,
+        "token_budget": 64,
+        "kv_pool_tokens": 50,
+        "requests": [(10, 30), (10, 30)],
+        "concurrency": None,
+    }
+    cached = simulate(costs, eff(), policy=POLICIES["vllm"], **run)  # type: ignore[arg-type]
+    recompute = simulate(costs, eff(), policy=Policy(), **run)  # type: ignore[arg-type]
+    assert cached.preemptions == recompute.preemptions >= 1
+    assert cached.duration_s < recompute.duration_s
+
+
+def _fields(c: StepCosts) -> dict[str, object]:
+    return {f: getattr(c, f) for f in c.__struct_fields__}
+
+
+def test_sliding_window_layers_read_only_their_window() -> None:
+    # gpt-oss-120b: 18 sliding and 18 full layers, window 128: half its KV is windowed.
+    # One sequence at 1,128 tokens of context, 1,000 B of KV a token: 0.5 x 1,128 + 0.5 x 128
+    # = 628 tokens' worth, 628,000 B at 1e12 B/s = 0.628 us (no weights, no FLOPs).
+    assert window_kv_share(local_catalogue().model("gpt-oss-120b")) == 0.5
+    costs = StepCosts(
+        **{
+            **_fields(UNIT),
+            "dense_weight_bytes": 0,
+            "flops_per_token": 0,
+            "kv_bytes_per_token": 1000,
+            "window_kv_share": 0.5,
+            "window_tokens": 128,
+        }
+    )
+    t = step_time(
+        costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1128
+    )
+    assert t.total_s == pytest.approx(0.628e-6, rel=1e-9)
