@@ -114,7 +114,7 @@ KERNEL_OVERHEAD_S = 4e-6
 SEQUENCE_OVERHEAD_S = 40e-6
 EXPERT_EFFICIENCY = 0.5
 EXPERT_HALF_TOKENS = 0.0
-KERNEL_OVERLAP = 0.5
+KERNEL_OVERLAP = 1.0
 FP8_FLOPS_SCALE = 0.5
 """Fitted on the calibration half by bench/serving_calibration.py (with SERVING_FLOPS_SCALE
 below and simulate.SHAREGPT_WEIBULL_SHAPE)."""
