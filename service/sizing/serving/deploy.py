@@ -137,7 +137,8 @@ def window_kv_share(m: ModelSpec) -> float:
 
 
 def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
-    """Whether the GEMMs run on FP8 tensor cores (``peak_flops_per_s``'s rule)."""
+    """Whether the GEMMs run on FP8 tensor cores: FP8 checkpoints where the GPU has them;
+    MXFP4 on FP4-capable GPUs (Blackwell), which dequantise to FP8."""
     fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
     return (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0
 
@@ -146,9 +147,8 @@ def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
     """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 runs FP8 GEMMs
     on FP4-capable GPUs (Blackwell) and BF16 ones elsewhere (Hopper dequantises in the kernel,
     vLLM's Marlin/Triton MXFP4 MoE); everything else is BF16."""
-    fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
-    if (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0:
-        return fp8
+    if runs_fp8(gpu, weight_format):
+        return gpu.fp8_dense_flops_per_s
     require(gpu.bf16_dense_flops_per_s > 0, "gpu.bf16_dense_flops_per_s", "unknown for this GPU")
     return gpu.bf16_dense_flops_per_s
 

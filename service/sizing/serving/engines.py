@@ -12,6 +12,7 @@ traffic answers read these figures from here.
 from service.sizing.serving.efficiency import Engine
 from service.sizing.serving.loop import EngineLimits
 from service.sizing.vllm.predict import EnginePrediction
+from service.sizing.vllm.releases import release_of
 
 ENGINE_DEFAULT_LIMITS: dict[Engine, tuple[int, int]] = {
     "sglang": (4096, 8192),
@@ -62,7 +63,7 @@ OVERLAPPED_ENGINES: frozenset[Engine] = frozenset({"sglang", "tensorrt-llm"})
 --disable-overlap-schedule, ``server_args.py``) and TensorRT-LLM's PyTorch backend
 (``disable_overlap_scheduler`` False by default in its LLM API options)."""
 
-VLLM_ASYNC_DEFAULT_RELEASE = (0, 14)
+VLLM_ASYNC_DEFAULT_RELEASE = (0, 14, 0)
 """vLLM turned async scheduling on by default with vllm-project/vllm#27614, the last item of
 its async-scheduling plan (vllm-project/vllm#27679, closed January 2026): taken as from 0.14
 (the release after that merge; inferred from the dates, not re-read in a wheel)."""
@@ -73,11 +74,5 @@ def async_scheduling(engine: Engine, release: str | None = None, flag: bool = Fa
     when the serve command says --async-scheduling or the release turns it on."""
     if engine in OVERLAPPED_ENGINES or flag:
         return True
-    if not release:
-        return False
-    parts = release.lstrip("v").split(".")
-    try:
-        version = (int(parts[0]), int(parts[1]))
-    except (IndexError, ValueError):
-        return False
-    return version >= VLLM_ASYNC_DEFAULT_RELEASE
+    version = release_of(release) if release else None
+    return version is not None and version >= VLLM_ASYNC_DEFAULT_RELEASE
