@@ -14,13 +14,8 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import default_splits, tensor_parallel_problem
 from service.sizing.serving.curve import Curve
-from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
-from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import (
-    async_scheduling,
-    kv_pool_tokens_for_engine,
-    limits_for_engine,
-)
+from service.sizing.serving.deploy import Deployment, replica_inputs
+from service.sizing.serving.efficiency import Engine
 from service.sizing.serving.traffic import (
     Candidate,
     CurveFor,
@@ -69,18 +64,9 @@ def replica_of(
         pipeline_parallel=options.pipeline_parallel_size,
         max_num_seqs=options.max_num_seqs,
         max_num_batched_tokens=options.max_num_batched_tokens,
+        release=options.vllm_version,
     )
-    limits = limits_for_engine(
-        engine_limits(d, p),
-        engine,
-        options.max_num_seqs,
-        options.max_num_batched_tokens,
-        kv_pool_tokens_for_engine(engine, p),
-    )
-    eff = efficiency_for(gpu.architecture, engine)
-    # No vllm_version: the current releases, which schedule asynchronously.
-    overlap = async_scheduling(engine, options.vllm_version, options.vllm_version is None)
-    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    costs, limits, eff = replica_inputs(d, p, engine)
     return p, ReplicaModel(costs=costs, efficiency=eff, limits=limits)
 
 

@@ -11,7 +11,7 @@ import msgspec
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.serving.efficiency import Engine, efficiency_for
+from service.sizing.serving.efficiency import Efficiency, Engine, efficiency_for
 from service.sizing.serving.engines import (
     async_scheduling,
     kv_pool_tokens_for_engine,
@@ -204,14 +204,13 @@ def engine_limits(d: Deployment, p: EnginePrediction) -> EngineLimits:
     )
 
 
-def predict_serving(
-    d: Deployment, p: EnginePrediction, engine: Engine, w: Workload
-) -> ServingPrediction:
-    """The serving figures of deployment ``d`` (``p``: the vLLM method's prediction for it) under
-    workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
-    a number of prompts, else the closed loop's steady state."""
-    require(p.starts, "deployment", p.failure or "the engine does not start")
-    overlap = async_scheduling(engine, d.release, d.release is None)
+def replica_inputs(
+    d: Deployment, p: EnginePrediction, engine: Engine
+) -> tuple[StepCosts, EngineLimits, Efficiency]:
+    """What the serving model reads of one replica under ``engine``: its step costs (with the
+    engine's host overlap; no release named: the current ones, which schedule asynchronously),
+    its batch limits and KV pool under the engine's own rules, and the efficiency factors."""
+    overlap = d.release is None or async_scheduling(engine, d.release)
     costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
     limits = limits_for_engine(
         engine_limits(d, p),
@@ -220,7 +219,17 @@ def predict_serving(
         d.max_num_batched_tokens,
         kv_pool_tokens_for_engine(engine, p),
     )
-    eff = efficiency_for(d.gpu.architecture, engine)
+    return costs, limits, efficiency_for(d.gpu.architecture, engine)
+
+
+def predict_serving(
+    d: Deployment, p: EnginePrediction, engine: Engine, w: Workload
+) -> ServingPrediction:
+    """The serving figures of deployment ``d`` (``p``: the vLLM method's prediction for it) under
+    workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
+    a number of prompts, else the closed loop's steady state."""
+    require(p.starts, "deployment", p.failure or "the engine does not start")
+    costs, limits, eff = replica_inputs(d, p, engine)
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)
     if w.num_prompts is not None:
