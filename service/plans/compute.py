@@ -61,17 +61,14 @@ def answer_matrix(
     if workload.splits is not None:
         workload = msgspec.structs.replace(workload, splits=tuple(dict.fromkeys(workload.splits)))
     ms, fs, gs = distinct(models), distinct(formats), distinct(gpus)
-    if request.traffic is not None:
-        # The serving model is imported only for traffic, so that the offline CLI's plain
-        # answers start without it (issue 20: the CLI within 3x of importing msgspec).
-        from service.plans.matrix_traffic import check_traffic_cells
-
-        check_traffic_cells(len(ms), len(fs), len(gs))
-    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv, cell_type=CostedCell), prices)
     if request.traffic is None:
-        return costed
-    from service.plans.matrix_traffic import with_traffic
+        return cost_matrix(build_matrix(ms, fs, gs, workload, kv, cell_type=CostedCell), prices)
+    # The serving model is imported only for traffic, so that the offline CLI's plain answers
+    # start without it (issue 20: the CLI within 3x of importing msgspec).
+    from service.plans.matrix_traffic import check_traffic_cells, with_traffic
 
+    check_traffic_cells(len(ms), len(fs), len(gs))
+    costed = cost_matrix(build_matrix(ms, fs, gs, workload, kv, cell_type=CostedCell), prices)
     return with_traffic(
         costed,
         request.traffic,

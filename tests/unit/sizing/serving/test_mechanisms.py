@@ -1,5 +1,6 @@
 """The serving mechanisms that replaced the 160 us per sequence, each by hand."""
 
+import msgspec
 import pytest
 
 from service.offline import local_catalogue
@@ -48,7 +49,7 @@ def test_a_kernel_hides_its_overlap_share_of_the_shorter_side() -> None:
 
 def test_fp8_gemms_reach_the_scaled_fraction_of_their_peak() -> None:
     # 8 tokens: 2e9 FLOPs at 1e12 x 0.5 = 4 ms (> the 1 ms of reads, overlap 1).
-    fp8 = StepCosts(**{**_fields(UNIT), "fp8_gemms": True})
+    fp8 = msgspec.structs.replace(UNIT, fp8_gemms=True)
     t = step_time(
         fp8,
         eff(fp8_flops_scale=0.5),
@@ -68,7 +69,7 @@ def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
         UNIT, host, prefill_tokens=0, prefill_context=0, decode_sequences=10, decode_context=0
     )
     overlapped = step_time(
-        StepCosts(**{**_fields(UNIT), "async_scheduling": True}),
+        msgspec.structs.replace(UNIT, async_scheduling=True),
         host,
         prefill_tokens=0,
         prefill_context=0,
@@ -82,7 +83,7 @@ def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
 def test_activations_stream_every_token_through_every_rank() -> None:
     # 3 prompt tokens x 1e8 B = 3e8 B at 1e12 B/s = 0.3 ms, after the GEMMs' max(0.75 ms of
     # math, 1 ms of reads) = 1 ms: 1.3 ms.
-    costs = StepCosts(**{**_fields(UNIT), "activation_bytes_per_token": 1e8})
+    costs = msgspec.structs.replace(UNIT, activation_bytes_per_token=1e8)
     t = step_time(
         costs, eff(), prefill_tokens=3, prefill_context=0, decode_sequences=0, decode_context=0
     )
@@ -143,7 +144,7 @@ def test_a_preempted_request_finds_its_blocks_in_the_prefix_cache() -> None:
     # the first request has allocated over them; without it, it recomputes them all.
     # Every token, prompt or decode, costs 1 ms (1e9 FLOPs at 1e12 FLOP/s; no weights), so the
     # recomputed tokens show in the duration:
-    costs = StepCosts(**{**_fields(UNIT), "dense_weight_bytes": 0, "flops_per_token": 1e9})
+    costs = msgspec.structs.replace(UNIT, dense_weight_bytes=0, flops_per_token=1e9)
     run = {
         "max_num_seqs": 8,
         "token_budget": 64,
@@ -157,24 +158,18 @@ def test_a_preempted_request_finds_its_blocks_in_the_prefix_cache() -> None:
     assert cached.duration_s < recompute.duration_s
 
 
-def _fields(c: StepCosts) -> dict[str, object]:
-    return {f: getattr(c, f) for f in c.__struct_fields__}
-
-
 def test_sliding_window_layers_read_only_their_window() -> None:
     # gpt-oss-120b: 18 sliding and 18 full layers, window 128: half its KV is windowed.
     # One sequence at 1,128 tokens of context, 1,000 B of KV a token: 0.5 x 1,128 + 0.5 x 128
     # = 628 tokens' worth, 628,000 B at 1e12 B/s = 0.628 us (no weights, no FLOPs).
     assert window_kv_share(local_catalogue().model("gpt-oss-120b")) == 0.5
-    costs = StepCosts(
-        **{
-            **_fields(UNIT),
-            "dense_weight_bytes": 0,
-            "flops_per_token": 0,
-            "kv_bytes_per_token": 1000,
-            "window_kv_share": 0.5,
-            "window_tokens": 128,
-        }
+    costs = msgspec.structs.replace(
+        UNIT,
+        dense_weight_bytes=0,
+        flops_per_token=0,
+        kv_bytes_per_token=1000,
+        window_kv_share=0.5,
+        window_tokens=128,
     )
     t = step_time(
         costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1128
