@@ -144,3 +144,14 @@ async def test_other_engines_run_their_own_batch_limits(client: Client) -> None:
     assert (await speed(client, engine="sglang"))["max_num_seqs"] == 4096
     assert (await speed(client, engine="tensorrt-llm"))["max_num_seqs"] == 2048
     assert (await speed(client, max_num_seqs=16))["max_num_seqs"] == 16
+
+
+async def test_a_request_beyond_the_models_context_names_both_lengths(client: Client) -> None:
+    # Qwen3-8B's max_position_embeddings is 40,960; 30,000 + 20,000 = 50,000 tokens.
+    response = await client.post(
+        "/speed", json={**BODY, "input_tokens": 30_000, "output_tokens": 20_000}
+    )
+    assert response.status_code == 422
+    (error,) = [e for e in response.json()["errors"] if e["field"] == "output_tokens"]
+    assert "= 50,000 tokens" in error["message"]
+    assert "maximum context of 40,960" in error["message"]

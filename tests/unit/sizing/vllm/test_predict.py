@@ -815,6 +815,7 @@ def test_a_max_model_len_beyond_the_models_own_does_not_start() -> None:
     assert too_long.failure.startswith("User-specified max_model_len (131073) is greater than")
     assert "max_position_embeddings=131072" in too_long.failure
     at_limit = predict_vllm(LLAMA_8B, H100, EngineConfig(max_model_len=131_072))
+    assert at_limit.max_model_len == 131_072
     assert at_limit.failure is None or "User-specified" not in at_limit.failure
 
 
