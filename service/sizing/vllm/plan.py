@@ -1,6 +1,7 @@
 """The vLLM method on /plan: the fewest GPUs of the splits on which vLLM starts and holds the
 users at once, with the two lines it will log."""
 
+import functools
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -131,18 +132,18 @@ def engine_config_of(flags: object, **given: Any) -> EngineConfig:
     request has by the same name (vLLM's flag names: a /plan's ``vllm`` options, a /verify
     body), as it has it; then ``given``, what the request says some other way (the split being
     tried, a default read from another field, the release's era)."""
-    names = _SHARED_FIELDS.get(type(flags))
-    if names is None:
+    if isinstance(flags, msgspec.Struct):  # its attributes are its class's: looked up once
+        names = _shared_fields(type(flags))
+    else:
         names = tuple(name for name in EngineConfig.__struct_fields__ if hasattr(flags, name))
-        if isinstance(flags, msgspec.Struct):  # its attributes are its class's
-            _SHARED_FIELDS[type(flags)] = names
     fields = {name: getattr(flags, name) for name in names}
     return EngineConfig(**{**fields, **given})
 
 
-_SHARED_FIELDS: dict[type, tuple[str, ...]] = {}
-"""The EngineConfig fields each Struct type of request has (a Struct's attributes are those of
-its class, so they are looked for once per type, not on every request)."""
+@functools.cache
+def _shared_fields(kind: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The EngineConfig fields a Struct type of request has."""
+    return tuple(name for name in EngineConfig.__struct_fields__ if hasattr(kind, name))
 
 
 def engine_config(
