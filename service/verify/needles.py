@@ -65,10 +65,7 @@ def lines_holding(
         for match in mark.finditer(text):
             at = match.start()
             if at > end:  # a new line (many marks on one long line: bounded once)
-                start = text.rfind("\n", 0, at) + 1
-                end = text.find("\n", at)
-                if end < 0:
-                    end = len(text)
+                start, end = _line_at(text, at)
                 found.setdefault(start, set()).update(keys)
     folded: str | None = None
     for anchor, caseless, texts in wanted:
@@ -83,10 +80,7 @@ def lines_holding(
         alone = texts[0][1] if len(texts) == 1 and texts[0][0] == anchor else None
         at = hay.find(anchor)
         while at >= 0:
-            start = hay.rfind("\n", 0, at) + 1
-            end = hay.find("\n", at)
-            if end < 0:
-                end = len(hay)
+            start, end = _line_at(hay, at)
             if alone is not None:
                 found.setdefault(start, set()).update(alone)
             else:
@@ -96,6 +90,13 @@ def lines_holding(
                         found.setdefault(start, set()).update(keys)
             at = hay.find(anchor, end + 1)
     return found
+
+
+def _line_at(text: str, at: int) -> tuple[int, int]:
+    """The offsets where the line holding offset ``at`` starts and ends (its "\n", or the
+    text's end)."""
+    end = text.find("\n", at)
+    return text.rfind("\n", 0, at) + 1, len(text) if end < 0 else end
 
 
 def _fold_line_by_line(
