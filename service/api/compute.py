@@ -13,7 +13,7 @@ from litestar.params import JSONBody, QueryParameter
 from litestar.serialization import encode_json
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
+from service.api.cached_catalogue import CACHED_CATALOGUE, SNAPSHOT_ONLY, request_snapshot
 from service.api.guards import open_unless_required
 from service.api.negotiation import CSV, JSON, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
@@ -73,7 +73,7 @@ def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None
 
 @post(
     "/plan",
-    middleware=CACHED_CATALOGUE,
+    opt=SNAPSHOT_ONLY,
     guards=OPEN,
     responses=COMPUTE_ERRORS,
     summary="Where does this model fit, on how many GPUs, with how much room left",
@@ -88,8 +88,8 @@ def csv_attachment(text: str, filename: str, extra: dict[str, str] | None = None
 async def plan_endpoint(
     request: Request[Any, Any, Any], data: JSONBody[PlanRequest]
 ) -> Response[PlanAnswer | TrainingAnswer | VllmPlanAnswer]:
-    # CACHED_CATALOGUE serves this route: its names resolve in the snapshot, no session.
-    answer = await evaluate_cached(await cached_snapshot(), data)
+    # Its names resolve in the serving snapshot: no session.
+    answer = await evaluate_cached(await request_snapshot(request), data)
     note_outcome(request.scope["state"], "compute", getattr(answer, "status", ""))  # type: ignore[typeddict-item]
     return plan_response(request, answer)
 

@@ -48,14 +48,15 @@ class RequestTransaction:
     ) -> None:
         self.app = app
         self.unbounded_paths = unbounded_paths
-        """Paths run without the deadline's watch task (a task and a timer per request)."""
+        """Paths that never take the request's session: run without the deadline's watch task
+        (a task and a timer per request) and without a transaction to end (no send wrapper)."""
         self.deadline_s = deadline_s
         self.retry_after_s = retry_after_s
         self.session_key = session_key
         self.on_database_error = on_database_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != ScopeType.HTTP:
+        if scope["type"] != ScopeType.HTTP or scope["path"] in self.unbounded_paths:
             await self.app(scope, receive, send)
             return
         answering = False  # the answer's first message has gone out
@@ -76,7 +77,7 @@ class RequestTransaction:
             await send(message)
             answering = True
 
-        if self.deadline_s <= 0 or scope["path"] in self.unbounded_paths:
+        if self.deadline_s <= 0:
             await self.app(scope, receive, guarded_send)
             return
         work = asyncio.ensure_future(self.app(scope, receive, guarded_send))

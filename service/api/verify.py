@@ -5,14 +5,14 @@ echoes (the request's flags fill what it does not), answer the differences with 
 Text with none of the expected lines is a 422 listing them.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import post
+from litestar import Request, post
 from litestar.params import JSONBody
 from msgspec import Meta
 
-from service.api.cached_catalogue import CACHED_CATALOGUE, cached_snapshot
+from service.api.cached_catalogue import SNAPSHOT_ONLY, request_snapshot
 from service.api.guards import open_unless_required
 from service.api.problems import problems
 from service.catalogue.memory import Snapshot
@@ -81,15 +81,17 @@ class VerifyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 @post(
     "/verify",
-    middleware=CACHED_CATALOGUE,
+    opt=SNAPSHOT_ONLY,
     guards=[open_unless_required("viewer")],
     responses=problems(400, 401, 403, 404, 413, 422),
     summary="Check a vLLM start-up log against the plan for the configuration it echoes",
     status_code=200,
 )
-async def verify_endpoint(data: JSONBody[VerifyRequest]) -> VerifyAnswer:
+async def verify_endpoint(
+    request: Request[Any, Any, Any], data: JSONBody[VerifyRequest]
+) -> VerifyAnswer:
     try:
-        snapshot = await cached_snapshot()
+        snapshot = await request_snapshot(request)
     except Exception:  # no catalogue yet and no database: a bad log is still its 422 first
         await off_loop(parse_startup_log, data.log, data.nvidia_smi)
         raise
