@@ -1,6 +1,7 @@
 """A plan request evaluated against the catalogue: the one path shared by POST /plan and the
 saved plans of /plans (which store the request, this answer and the rows it used)."""
 
+import functools
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -17,6 +18,7 @@ from service.sizing.advice import WEIGHT_FORMAT_FROM_CHECKPOINT, PlanWarning
 from service.sizing.cost import (
     NO_PRICE,
     GpuPrice,
+    RankBy,
     plan_cost,
     rank_plans,
     ranking_rule,
@@ -228,6 +230,26 @@ def answer_plan(
     return msgspec.structs.replace(answer, traffic=planned)  # type: ignore[type-var]
 
 
+@functools.lru_cache(maxsize=1024)
+def _one_gpu_answer(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    weights: NumberFormat,
+    kv: NumberFormat,
+    workload: Workload,
+    requested_format: str | None,
+    price: GpuPrice | None,
+    rank_by: RankBy,
+) -> PlanAnswer:
+    """A seed plan on one GPU as POST /plan answers it, remembered like ``plan`` (its inputs
+    are frozen Structs; callers copy what they change): a repeated question costs a lookup."""
+    best = plan(model, gpu, weights, kv, workload)
+    found = msgspec.structs.asdict(best)
+    found["warnings"] = [*checkpoint_warnings(requested_format, model, weights), *best.warnings]
+    priced = {best.gpu: price} if price is not None else {}
+    return PlanAnswer(**found, cost=plan_cost(best, priced), rank_by=rank_by)
+
+
 def _memory_plan(
     data: PlanRequest,
     model: ModelSpec,
@@ -245,7 +267,6 @@ def _memory_plan(
     if data.workload != "inference":
         require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
-    from_checkpoint = checkpoint_warnings(data.weight_format, model, weights)
     if data.method == "vllm":
         require(data.gpu is not None, "gpu", "the vllm method needs one gpu")
         answer = vllm_plan(
@@ -260,20 +281,20 @@ def _memory_plan(
             splits=workload.splits or default_splits(gpus[0].gpus_per_node, max_nodes=1),
         )
         return msgspec.structs.replace(  # type: ignore[return-value]
-            answer, warnings=from_checkpoint
+            answer, warnings=checkpoint_warnings(data.weight_format, model, weights)
         )
     if data.gpu is not None:
-        best = plan(model, gpus[0], weights, kv, workload)
-        found = msgspec.structs.asdict(best)
-        found["warnings"] = [*from_checkpoint, *best.warnings]
-        return PlanAnswer(**found, cost=plan_cost(best, prices), rank_by=data.rank_by)
+        price = prices.get(gpus[0].slug)
+        return _one_gpu_answer(
+            model, gpus[0], weights, kv, workload, data.weight_format, price, data.rank_by
+        )
     plans = rank_gpus(model, gpus, weights, kv, workload)
     require(bool(plans), "splits", "no GPU in the catalogue can split this model that way")
     costs = [plan_cost(p, prices) for p in plans]
     order, unpriced = rank_plans(plans, costs, data.rank_by)
     options = [PlanOption(**msgspec.structs.asdict(plans[i]), cost=costs[i]) for i in order]
     top = msgspec.structs.asdict(options[0])
-    top["warnings"] = [*from_checkpoint, *top["warnings"]]
+    top["warnings"] = [*checkpoint_warnings(data.weight_format, model, weights), *top["warnings"]]
     if unpriced:
         kind = "an hourly" if data.rank_by == "hourly_cost" else "a purchase"
         top["warnings"] = [
