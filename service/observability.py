@@ -203,11 +203,17 @@ def note_outcome(state: dict[str, Any], kind: str, status: str | None) -> None:
     state[OUTCOME] = (kind, status)
 
 
-def request_id_of(scope: Scope) -> str:
+def request_id_of(scope: Scope) -> tuple[str, bool]:
+    """The request's id (the first sane X-Request-Id, else a new one) and whether it presents
+    an Authorization header (its key is then verified here even with the rate limits off, so
+    the guards read one verdict): one pass over the headers for both."""
+    request_id, has_auth = None, False
     for name, value in scope["headers"]:
-        if name == b"x-request-id" and _SANE_REQUEST_ID.fullmatch(value):
-            return value.decode()
-    return new_request_id()
+        if name == b"authorization":
+            has_auth = True
+        elif name == b"x-request-id" and request_id is None and _SANE_REQUEST_ID.fullmatch(value):
+            request_id = value.decode()
+    return (request_id or new_request_id()), has_auth
 
 
 _VERSION_4 = ~(0xF000 << 64 | 0xC000 << 48) & (2**128 - 1)
@@ -250,7 +256,7 @@ class RequestMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        request_id = request_id_of(scope)
+        request_id, has_auth = request_id_of(scope)
         state: dict[str, Any] = scope.setdefault("state", {})  # type: ignore[typeddict-item]
         state["request_id"] = request_id
         header = (b"x-request-id", request_id.encode())
@@ -265,9 +271,9 @@ class RequestMiddleware:
 
         route = UNMATCHED
         try:
-            if (scope["path"].rstrip("/") or "/") not in UNLIMITED_PATHS and (
-                self.limiter is not None or self.auth_failures is not None or _has_auth(scope)
-            ):
+            if (has_auth or self.limiter is not None or self.auth_failures is not None) and (
+                scope["path"].rstrip("/") or "/"
+            ) not in UNLIMITED_PATHS:
                 limited = await self._limit(scope)
                 if limited is not None:
                     route = "<rate-limited>"
@@ -364,12 +370,6 @@ class RequestMiddleware:
                 self.metrics.plan_outcomes.labels("saved", status).inc()
         elif kind == "reviewed" and status is not None:
             self.metrics.plans_reviewed.labels(status).inc()
-
-
-def _has_auth(scope: Scope) -> bool:
-    """Whether the request presents an Authorization header (its key is verified here even
-    with the rate limits off, so the guards read one verdict)."""
-    return any(name == b"authorization" for name, _ in scope["headers"])
 
 
 async def _too_many_requests(
