@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from service.chatops.slack import SlackBlock, SlackMessage, context, display_name, message, section
 from service.render.speed import option_cost_text
 from service.schemas.speed import SpeedAnswer
-from service.sizing.serving.traffic import TrafficPlan, duration_text
+from service.sizing.serving.traffic_plan import TrafficPlan, duration_text
 
 TOP_REASONS = 5
 

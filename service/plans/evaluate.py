@@ -37,7 +37,7 @@ from service.sizing.training import (
     get_recipe,
     training_plan,
 )
-from service.sizing.vllm.plan import VllmOptions, vllm_plan
+from service.sizing.vllm.options import VllmOptions
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -268,6 +268,8 @@ def _memory_plan(
         require(data.method == "seed", "method", "the vllm method plans inference only")
         return _train(data, model, gpus, workload)
     if data.method == "vllm":
+        from service.sizing.vllm.plan import vllm_plan  # the vLLM method's core: only for it
+
         require(data.gpu is not None, "gpu", "the vllm method needs one gpu")
         answer = vllm_plan(
             model,

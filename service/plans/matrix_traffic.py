@@ -12,8 +12,9 @@ from service.sizing.errors import SizingError, require
 from service.sizing.formats import NumberFormat, default_kv_format
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
-from service.sizing.serving.traffic import Traffic, validate_traffic
-from service.sizing.vllm.plan import VllmOptions
+from service.sizing.serving.traffic import validate_traffic
+from service.sizing.serving.traffic_plan import Traffic
+from service.sizing.vllm.options import VllmOptions
 
 MAX_TRAFFIC_CELLS = 1024
 """The most matrix cells planned for traffic: the shipped catalogue in the default three formats

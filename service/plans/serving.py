@@ -21,14 +21,13 @@ from service.sizing.serving.traffic import (
     CurveFor,
     NotServable,
     ReplicaModel,
-    Shortfall,
-    Traffic,
-    TrafficPlan,
     open_loop_for,
     plan_traffic,
     validate_traffic,
 )
-from service.sizing.vllm.plan import VllmOptions, engine_config
+from service.sizing.serving.traffic_plan import Shortfall, Traffic, TrafficPlan
+from service.sizing.vllm.options import VllmOptions
+from service.sizing.vllm.plan import engine_config
 from service.sizing.vllm.predict import EnginePrediction, predict_vllm
 
 

@@ -15,7 +15,7 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import tensor_parallel_problem
 from service.sizing.serving.loop import Workload, closed_loop, open_loop
-from service.sizing.vllm.plan import VllmOptions
+from service.sizing.vllm.options import VllmOptions
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession

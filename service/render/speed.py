@@ -8,7 +8,7 @@ import io
 from service.render.text import matrix_csv, money
 from service.schemas.compute import TrafficMatrix
 from service.schemas.speed import SpeedAnswer, SpeedRow
-from service.sizing.serving.traffic import TrafficOption, TrafficPlan, duration_text
+from service.sizing.serving.traffic_plan import TrafficOption, TrafficPlan, duration_text
 
 SPEED_HEADERS = list(SpeedRow.__struct_fields__)
 """The JSON rows' fields, units in the names (per replica unless per GPU)."""

@@ -3,7 +3,7 @@ for a terminal (``python -m service plan ...`` without ``--json``). Sizes are la
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.render.text import cost_text
 from service.schemas.plan import PlanAnswer, TrainingAnswer
@@ -11,9 +11,11 @@ from service.schemas.speed import SpeedAnswer
 from service.sizing.cost import CostedMatrix
 from service.sizing.offload import Offload
 from service.sizing.plan import Plan
-from service.sizing.serving.traffic import TrafficPlan, duration_text
+from service.sizing.serving.traffic_plan import TrafficPlan, duration_text
 from service.sizing.units import label_bytes, to_gb, to_gib
-from service.sizing.vllm.plan import VllmPlanAnswer
+
+if TYPE_CHECKING:
+    from service.sizing.vllm.plan import VllmPlanAnswer
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -98,7 +100,7 @@ def _traffic_text(plan: TrafficPlan | None) -> str:
     return "" if plan is None else render_traffic(plan)
 
 
-def render_vllm_plan(answer: VllmPlanAnswer) -> str:
+def render_vllm_plan(answer: "VllmPlanAnswer") -> str:
     p = answer.prediction
     g = p.per_gpu
     out = [
@@ -205,14 +207,18 @@ def render_offload(o: Offload) -> str:
 def render(answer: Any) -> str:
     if isinstance(answer, str):
         return answer
-    if isinstance(answer, VllmPlanAnswer):
-        return render_vllm_plan(answer)
     if isinstance(answer, PlanAnswer | TrainingAnswer):
         return render_plan(answer)
     if isinstance(answer, CostedMatrix):
         return render_matrix(answer)
-    assert isinstance(answer, Offload)
-    return render_offload(answer)
+    if isinstance(answer, Offload):
+        return render_offload(answer)
+    # The vLLM method's answer, the one kind left: its module (the method's whole core) is
+    # imported only when a vllm plan is rendered, not by every offline seed plan.
+    from service.sizing.vllm.plan import VllmPlanAnswer
+
+    assert isinstance(answer, VllmPlanAnswer)
+    return render_vllm_plan(answer)
 
 
 def render_traffic(plan: TrafficPlan) -> str:

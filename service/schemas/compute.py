@@ -18,7 +18,7 @@ from service.sizing.cost import CostedCell, CostedMatrix, CostedRow
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.models import MAX_SAFE_INT
 from service.sizing.offload import OffloadMechanism
-from service.sizing.serving.traffic import Traffic, TrafficCost
+from service.sizing.serving.traffic_plan import Traffic, TrafficCost
 
 DEFAULT_MATRIX_FORMATS = ("bf16", "fp8", "int4")
 """The seeds' matrix rows: 16-bit, 8-bit and the 4.5-bit rule of thumb."""

@@ -20,9 +20,9 @@ from service.sizing.cost import Cost, RankBy
 from service.sizing.hardware import DEFAULT_CAPACITY_BASIS, CapacityBasis
 from service.sizing.models import ModelSpec
 from service.sizing.plan import Plan
-from service.sizing.serving.traffic import Traffic, TrafficPlan
+from service.sizing.serving.traffic_plan import Traffic, TrafficPlan
 from service.sizing.training import Projection, TrainingMemory
-from service.sizing.vllm.plan import VllmOptions
+from service.sizing.vllm.options import VllmOptions
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

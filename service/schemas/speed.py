@@ -9,8 +9,7 @@ from msgspec import Meta
 from service.schemas.bounds import OptionalUtilisation, SlugRef
 from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Efficiency, Engine
-from service.sizing.serving.loop import Bottleneck
-from service.sizing.serving.traffic import Rate, Tokens
+from service.sizing.serving.traffic_plan import Bottleneck, Rate, Tokens
 from service.sizing.vllm.flags import (
     BatchedTokens,
     ModelLen,

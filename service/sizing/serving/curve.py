@@ -13,7 +13,7 @@ its rate).
 
 import math
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -27,8 +27,8 @@ from service.sizing.serving.loop import (
     steady_step,
 )
 from service.sizing.serving.step import StepCosts
+from service.sizing.serving.traffic_plan import LimitedBy
 
-LimitedBy = Literal["utilisation", "ttft", "tpot"]
 LIGHTEST_LOAD = 1e-6
 """The lightest load tried, as a share of the largest batch: what one request at a time sees
 (a replica that misses a limit there misses it at any rate)."""

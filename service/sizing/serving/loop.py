@@ -29,10 +29,8 @@ from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.queueing import budget_wait_s, slot_wait_s
 from service.sizing.serving.simulate import POLICIES, LengthShape, Policy, lengths, simulate
 from service.sizing.serving.step import StepCosts, StepTime, step_time
+from service.sizing.serving.traffic_plan import Bottleneck
 
-Bottleneck = Literal[
-    "compute", "hbm-bandwidth", "interconnect", "overhead", "kv-capacity", "max-num-seqs"
-]
 LengthDistribution = Literal["fixed", "exponential", "sharegpt", "uniform"]
 
 

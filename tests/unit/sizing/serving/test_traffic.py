@@ -12,13 +12,11 @@ from service.sizing.serving.traffic import (
     Candidate,
     CurveFor,
     ReplicaModel,
-    Shortfall,
-    Traffic,
-    duration_text,
     plan_option,
     plan_traffic,
     traffic_cost,
 )
+from service.sizing.serving.traffic_plan import Shortfall, Traffic, duration_text
 from tests.unit.sizing.serving.curves import FREE as COSTS
 from tests.unit.sizing.serving.curves import TEN_MS, linear
 

@@ -4,7 +4,8 @@ options and a /verify body reach the engine under vLLM's flag names."""
 from service.api.verify import VerifyRequest
 from service.sizing.formats import FORMATS
 from service.sizing.vllm.config import EngineConfig
-from service.sizing.vllm.plan import VllmOptions, engine_config, engine_config_of
+from service.sizing.vllm.options import VllmOptions
+from service.sizing.vllm.plan import engine_config, engine_config_of
 
 BF16 = FORMATS["bf16"]
 
