@@ -7,6 +7,7 @@ see service/api/negotiation.py for what else the Accept header may do).
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
@@ -119,7 +120,13 @@ def plan_response(
             return Response(plan_svg(answer), media_type=SVG)
     else:
         wants(request)  # training answers are JSON only: else a 406
-    return Response(answer)
+    return Response(_JSON.encode(answer), media_type=JSON)
+
+
+_JSON = msgspec.json.Encoder()
+"""A plan answer's JSON, encoded here: the bytes Litestar's serializer writes (an answer holds
+msgspec's own types only, so no type encoder is ever called), without the serializer it builds
+for every response."""
 
 
 def _rendered(wanted: str, *args: Any) -> "CostedMatrix | str":
