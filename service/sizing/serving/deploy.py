@@ -14,6 +14,7 @@ from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Efficiency, Engine, efficiency_for
 from service.sizing.serving.engines import (
     async_scheduling,
+    eager_prefill,
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
@@ -208,10 +209,13 @@ def replica_inputs(
     d: Deployment, p: EnginePrediction, engine: Engine
 ) -> tuple[StepCosts, EngineLimits, Efficiency]:
     """What the serving model reads of one replica under ``engine``: its step costs (with the
-    engine's host overlap; no release named: the current ones, which schedule asynchronously),
+    engine's host overlap, no release named: the current ones, which schedule asynchronously,
+    and whether it runs its prefill steps outside a CUDA graph),
     its batch limits and KV pool under the engine's own rules, and the efficiency factors."""
     overlap = d.release is None or async_scheduling(engine, d.release)
-    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    costs = msgspec.structs.replace(
+        step_costs(d, p), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
+    )
     limits = limits_for_engine(
         engine_limits(d, p),
         engine,

@@ -6,6 +6,7 @@ They belong to a GPU generation and an engine, never to a case. Two kinds:
   (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
   defined, with whether it was re-read ("verified") or not;
 - serving constants that no datasheet gives (the per-kernel and per-sequence overheads, the
+  host's launch of each kernel in a step run outside a CUDA graph, the
   routed experts' kernel efficiency and its half-point, the share of a kernel's shorter side
   it hides, the FP8 GEMMs' scale and the served GEMMs' scale per generation): fitted once, over
   the benchmark runs' calibration half only, by ``bench/serving_calibration.py`` (rerun it to
@@ -66,6 +67,12 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     longer: 1 is the roofline (the max of the two), 0 adds them. A GEMM between the two
     regimes (tens to a few hundred rows) neither streams its weights at full bandwidth nor
     keeps its tensor cores fed, so it sits between the two."""
+    eager_kernel_overhead_s: float = 0.0
+    """Host time per kernel of a step the engine runs outside a CUDA graph (``StepCosts.
+    eager_prefill``): PyTorch's eager dispatch of each op, the Python module code around it and
+    the custom ops' argument handling. The host issues the kernels one by one while the GPU
+    runs them, so a step whose kernels are shorter than their launches takes the launches'
+    time."""
     expert_half_tokens: float = 0.0
     """Tokens per touched expert at which the grouped GEMMs reach half of
     ``expert_efficiency`` (0: always all of it). Each expert's tile costs a fixed part (its
@@ -116,6 +123,7 @@ EXPERT_EFFICIENCY = 0.5
 EXPERT_HALF_TOKENS = 0.0
 KERNEL_OVERLAP = 1.0
 FP8_FLOPS_SCALE = 0.5
+EAGER_KERNEL_OVERHEAD_S = 40e-6
 """Fitted on the calibration half by bench/serving_calibration.py (with SERVING_FLOPS_SCALE
 below and simulate.SHAREGPT_WEIBULL_SHAPE)."""
 
@@ -164,6 +172,7 @@ def efficiency_for(
     sequence_overhead_s: float | None = None,
     expert_efficiency: float | None = None,
     expert_half_tokens: float | None = None,
+    eager_kernel_overhead_s: float | None = None,
     kernel_overlap: float | None = None,
     fp8_flops_scale: float | None = None,
 ) -> Efficiency:
@@ -190,6 +199,7 @@ def efficiency_for(
         sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
         expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
         expert_half_tokens=pick(expert_half_tokens, EXPERT_HALF_TOKENS),
+        eager_kernel_overhead_s=pick(eager_kernel_overhead_s, EAGER_KERNEL_OVERHEAD_S),
         kernel_overlap=pick(kernel_overlap, KERNEL_OVERLAP),
         fp8_flops_scale=pick(fp8_flops_scale, FP8_FLOPS_SCALE),
     )

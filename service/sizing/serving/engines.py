@@ -76,3 +76,20 @@ def async_scheduling(engine: Engine, release: str | None = None, flag: bool = Fa
         return True
     version = release_of(release) if release else None
     return version is not None and version >= VLLM_ASYNC_DEFAULT_RELEASE
+
+
+DECODE_ONLY_GRAPH_ENGINES: frozenset[Engine] = frozenset({"sglang", "tensorrt-llm"})
+"""Engines whose CUDA graphs hold decode batches only, so that every step with prompt tokens
+runs eagerly: SGLang replays a graph only for a decode-like forward mode
+(``model_runner.py``: ``forward_mode.is_cuda_graph()``, decode, target-verify and idle; its
+docs' "Piecewise CUDA Graph" page: "SGLang's regular CUDA graph optimization only captures the
+decoding step", the piecewise graphs for prefill being opt-in, ``--enable-piecewise-cuda-graph``,
+in the releases measured here), and TensorRT-LLM's PyTorch backend captures generation batches
+(its ``DecodingCUDAGraphRunner``). vLLM V1 is not among them: its piecewise graphs hold mixed
+and prefill steps up to the largest capture size (512 tokens), and a larger step is
+compute-bound."""
+
+
+def eager_prefill(engine: Engine) -> bool:
+    """Whether ``engine`` runs a step with prompt tokens outside a CUDA graph."""
+    return engine in DECODE_ONLY_GRAPH_ENGINES

@@ -12,6 +12,8 @@ max_num_batched_tokens) and one token for each of ``decode_sequences`` running s
   the tensor-parallel all-reduces (two per layer, Megatron's split: after attention and after
   the MLP; a ring moves 2 (t-1)/t of the message over the link) and the engine's fixed
   overheads (per step, per kernel launched, per layer and per running sequence);
+- an engine that captures CUDA graphs for decode batches only runs a step with prompt tokens
+  eagerly: the step takes at least the host's launch of each of its kernels;
 - an MoE's routed experts run as grouped GEMMs at ``expert_fraction`` of the dense fractions,
   in FLOPs and in bytes alike: a fixed cost per expert tile amortised over the tokens each
   touched expert gets (T x k / the experts T tokens touch).
@@ -71,6 +73,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and
     per-sequence work overlaps the GPU's instead of adding to it)."""
+    eager_prefill: bool = False
+    """The engine runs a step that holds prompt tokens outside a CUDA graph (its graphs are
+    captured for decode batches only: ``engines.eager_prefill``), so the host launches each of
+    its kernels and all-reduces (``Efficiency.eager_kernel_overhead_s`` apiece)."""
     activation_bytes_per_token: float = 0.0
     """Activation bytes the step's small kernels read and write per token on this GPU, over
     all its layers (``deploy.activation_bytes_per_token``): tensor parallelism splits the
@@ -163,6 +169,11 @@ def step_time(
     host = eff.step_overhead_s + eff.sequence_overhead_s * decode_sequences
     overhead = launches + host
     device = linear + attend + interconnect + launches
+    if costs.eager_prefill and prefill_tokens > 0:
+        # Outside a graph the host launches every kernel and all-reduce in turn while the GPU
+        # runs the ones before: the GPU's work hides under the launches or they under it.
+        allreduces = 2 * costs.layers if t > 1 else 0
+        device = max(device, eff.eager_kernel_overhead_s * (costs.kernels + allreduces))
     stage = max(device, host) if costs.async_scheduling else device + host
     total = stage * costs.pipeline_parallel  # a token passes every stage in turn
     parts: dict[StepBound, float] = {
