@@ -58,6 +58,13 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     """The share of ``kv_bytes_per_token`` that sliding-window layers hold (gpt-oss: half)."""
     window_tokens: int = 0
     """Their window: a decode reads at most this much of each sequence's context there."""
+    linear_kv_share: float = 0.0
+    """The share of ``kv_bytes_per_token`` that linear-attention layers' pages hold (vLLM pads
+    each one's state to the attention page, so the pool's bytes per token count them): a decode
+    reads none of it per token of context, but ``state_bytes_per_sequence`` instead."""
+    state_bytes_per_sequence: float = 0.0
+    """Bytes a decoding sequence's recurrent states move per step on this GPU: each
+    linear-attention layer's recurrent update reads its state and writes it back."""
     peak_flops_per_s: float
     """Dense tensor-core peak in the format the GEMMs run in."""
     hbm_bytes_per_s: float
@@ -132,8 +139,8 @@ def step_time(
     # Sliding-window layers read at most their window of each sequence's context.
     window = min(decode_context, costs.window_tokens) if costs.window_tokens else decode_context
     share = costs.window_kv_share
-    kv_context = (1 - share) * decode_context + share * window
-    kv = decode_sequences * kv_context * costs.kv_bytes_per_token
+    kv_context = (1 - share - costs.linear_kv_share) * decode_context + share * window
+    kv = decode_sequences * (kv_context * costs.kv_bytes_per_token + costs.state_bytes_per_sequence)
     bytes_read = weights + kv + activations
     # Three kernel families run one after the other: the dense GEMMs (their weights and
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
