@@ -2,7 +2,8 @@
 apply: (max running sequences, tokens per step).
 
 - SGLang: max_running_requests unset is bounded by its token pool; chunked_prefill_size 8,192
-  on 80 GB+ GPUs (sglang ``server_args.py`` defaults);
+  (sglang ``server_args.py``'s default on 60-160 GiB GPUs, taken for every GPU: its 16,384
+  above, B200 and MI300X, changed no calibration figure, docs/serving.md);
 - trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
 
 The KV pool is the vLLM method's for every engine. The accuracy harness and the /speed and
