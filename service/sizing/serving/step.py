@@ -124,7 +124,11 @@ def step_time(
     tokens = prefill_tokens + decode_sequences
     attention = costs.attention_flops_per_context_token
     peak = costs.peak_flops_per_s * eff.flops_fraction
+    dense_peak = peak
     if costs.fp8_gemms:
+        # The dense FP8 GEMMs and the routed experts' grouped ones run different kernels.
+        dense_scale = eff.fp8_dense_flops_scale
+        dense_peak = peak * (eff.fp8_flops_scale if dense_scale is None else dense_scale)
         peak *= eff.fp8_flops_scale
     hbm = costs.hbm_bytes_per_s * eff.bandwidth_fraction
     linear_flops = tokens * costs.flops_per_token
@@ -154,11 +158,11 @@ def step_time(
         # the longer (1: a pure roofline, the max of the two).
         return max(math_s, memory_s) + (1 - hide) * min(math_s, memory_s)
 
-    dense = kernel((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
+    dense = kernel((linear_flops - expert_flops) / dense_peak, costs.dense_weight_bytes / hbm)
     grouped = kernel(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
     linear = dense + grouped + activations / hbm
     attend = kernel(attention_flops / peak, kv / hbm)
-    compute = linear_flops / peak + attention_flops / peak
+    compute = (linear_flops - expert_flops) / dense_peak + (expert_flops + attention_flops) / peak
     memory = weights / hbm + kv / hbm + activations / hbm
     interconnect = 0.0
     t = costs.tensor_parallel

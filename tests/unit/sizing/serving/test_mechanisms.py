@@ -66,6 +66,30 @@ def test_fp8_gemms_reach_the_scaled_fraction_of_their_peak() -> None:
     assert t.total_s == pytest.approx(4e-3, rel=1e-9)
 
 
+def test_dense_fp8_gemms_take_their_own_scale_and_the_experts_the_shared_one() -> None:
+    # 8 tokens of 2.5e8 FLOPs, 1e8 of them a routed expert's (2 experts, 1 a token, 1 B each:
+    # their reads are nothing). Experts: 8 x 1e8 = 8e8 FLOPs at 1e12 x 0.5 = 1.6 ms; dense:
+    # 8 x 1.5e8 = 1.2e9 FLOPs at 1e12 x 0.8 = 1.5 ms, longer than their 1 ms of reads:
+    # 3.1 ms. Without a dense scale both take 0.5: 8 x 2.5e8 = 2e9 / 5e11 = 4 ms.
+    moe = msgspec.structs.replace(
+        UNIT,
+        fp8_gemms=True,
+        experts=2,
+        experts_per_token=1,
+        expert_bytes_per_expert=1,
+        expert_flops_per_token=1e8,
+    )
+
+    def step(scales: Efficiency) -> float:
+        return step_time(
+            moe, scales, prefill_tokens=8, prefill_context=0, decode_sequences=0, decode_context=0
+        ).total_s
+
+    split = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
+    assert step(split) == pytest.approx(3.1e-3, rel=1e-6)
+    assert step(eff(fp8_flops_scale=0.5)) == pytest.approx(4e-3, rel=1e-6)
+
+
 def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
     # 10 decoding sequences x 100 us = 1 ms on the host; the GPU: 10 x 2.5e8 = 2.5e9 FLOPs
     # = 2.5 ms against 1 ms of reads: 2.5 ms. Serial 3.5 ms; overlapped max(2.5, 1) = 2.5 ms.
