@@ -85,10 +85,11 @@ runs eagerly: SGLang replays a graph only for a decode-like forward mode
 (``model_runner.py``: ``forward_mode.is_cuda_graph()``, decode, target-verify and idle; its
 docs' "Piecewise CUDA Graph" page: "SGLang's regular CUDA graph optimization only captures the
 decoding step", the piecewise graphs for prefill being opt-in, ``--enable-piecewise-cuda-graph``,
-in the releases measured here), and TensorRT-LLM's PyTorch backend captures generation batches
-(its ``DecodingCUDAGraphRunner``). vLLM V1 is not among them: its piecewise graphs hold mixed
-and prefill steps up to the largest capture size (512 tokens), and a larger step is
-compute-bound."""
+in the releases measured here), and TensorRT-LLM's PyTorch backend replays a graph only for a
+batch with no context request (``_torch/pyexecutor/scheduler.py``: ``ScheduledRequests.
+can_run_cuda_graph`` is ``not self.context_requests``; its ``DecodingCUDAGraphRunner``).
+vLLM V1 is not among them: its piecewise graphs hold mixed and prefill steps up to the largest
+capture size (512 tokens), and a larger step is compute-bound."""
 
 
 def eager_prefill(engine: Engine) -> bool:
