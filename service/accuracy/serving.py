@@ -24,6 +24,7 @@ from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.engines import (
     async_scheduling,
+    eager_prefill,
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
@@ -256,7 +257,9 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         run["engine_version"],
         "--async-scheduling" in command and "--no-async-scheduling" not in command,
     )
-    costs = msgspec.structs.replace(costs, async_scheduling=overlap)
+    costs = msgspec.structs.replace(
+        costs, async_scheduling=overlap, eager_prefill=eager_prefill(run["engine"])
+    )
     return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
 
 

@@ -10,10 +10,12 @@ import msgspec
 
 from service.sizing.errors import require
 from service.sizing.hardware import GpuSpec
+from service.sizing.kv import STATE_VALUE_BYTES, linear_state_values
 from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Efficiency, Engine, efficiency_for
 from service.sizing.serving.engines import (
     async_scheduling,
+    eager_prefill,
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
@@ -136,6 +138,25 @@ def window_kv_share(m: ModelSpec) -> float:
     return sliding / (sliding + full)
 
 
+def linear_kv_share(m: ModelSpec) -> float:
+    """The share of the pool's bytes per token that linear-attention layers hold: vLLM's hybrid
+    pool gives every layer a page of the attention page's size (a linear layer's state padded
+    to it: ``kv_cache.hybrid_block_size``), so that share is their count among the layers."""
+    return m.count_layers("linear") / m.layers if m.layers else 0.0
+
+
+def state_bytes_per_sequence(m: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -> float:
+    """What one decoding sequence's recurrent states move per step on one GPU's stage: the
+    gated delta rule's recurrent update (vLLM's ``fused_recurrent_gated_delta_rule``) and the
+    short convolution's update read each linear layer's state and write it back (2 x the
+    state, ``kv.linear_state_values``, in the model's 16-bit dtype)."""
+    linear = m.count_layers("linear")
+    if not linear:
+        return 0.0
+    state = linear_state_values(m, tensor_parallel) * STATE_VALUE_BYTES
+    return 2 * linear * state / pipeline_parallel
+
+
 def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
     """Whether the GEMMs run on FP8 tensor cores: FP8 checkpoints where the GPU has them;
     MXFP4 on FP4-capable GPUs (Blackwell), which dequantise to FP8."""
@@ -186,6 +207,8 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
         window_kv_share=window_kv_share(m),
         window_tokens=m.sliding_window_tokens,
+        linear_kv_share=linear_kv_share(m),
+        state_bytes_per_sequence=state_bytes_per_sequence(m, t, d.pipeline_parallel),
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
         fp8_gemms=runs_fp8(d.gpu, d.weight_format),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
@@ -208,10 +231,13 @@ def replica_inputs(
     d: Deployment, p: EnginePrediction, engine: Engine
 ) -> tuple[StepCosts, EngineLimits, Efficiency]:
     """What the serving model reads of one replica under ``engine``: its step costs (with the
-    engine's host overlap; no release named: the current ones, which schedule asynchronously),
+    engine's host overlap, no release named: the current ones, which schedule asynchronously,
+    and whether it runs its prefill steps outside a CUDA graph),
     its batch limits and KV pool under the engine's own rules, and the efficiency factors."""
     overlap = d.release is None or async_scheduling(engine, d.release)
-    costs = msgspec.structs.replace(step_costs(d, p), async_scheduling=overlap)
+    costs = msgspec.structs.replace(
+        step_costs(d, p), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
+    )
     limits = limits_for_engine(
         engine_limits(d, p),
         engine,

@@ -6,8 +6,10 @@ They belong to a GPU generation and an engine, never to a case. Two kinds:
   (``FLOPS_FRACTION``, ``BANDWIDTH_FRACTION``): public figures, each cited where it is
   defined, with whether it was re-read ("verified") or not;
 - serving constants that no datasheet gives (the per-kernel and per-sequence overheads, the
+  host's launch of each kernel in a step run outside a CUDA graph, the
   routed experts' kernel efficiency and its half-point, the share of a kernel's shorter side
-  it hides, the FP8 GEMMs' scale and the served GEMMs' scale per generation): fitted once, over
+  it hides, the FP8 grouped and dense GEMMs' scales and the served GEMMs' scale per
+  generation): fitted once, over
   the benchmark runs' calibration half only, by ``bench/serving_calibration.py`` (rerun it to
   reproduce them), never from a held-out run and never per run. docs/serving.md says what
   each stands for.
@@ -61,11 +63,24 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
     activations of a token): on Hopper the kernels promote the FP8 partial sums into FP32
     with their scales every 128 of K and quantise each activation group first, which a
     BF16 GEMM does not."""
+    fp8_dense_flops_scale: float | None = None
+    """What the dense FP8 GEMMs (attention projections, dense MLPs, shared experts) reach of the
+    BF16 fraction of their peak (None: ``fp8_flops_scale``). They run tuned block-scaled
+    kernels (DeepGEMM in SGLang on Hopper by default, its ``deep_gemm_wrapper/configurer.py``;
+    CUTLASS's in vLLM), where a tensor-parallel MoE's routed experts run the Triton fused-MoE
+    kernel, which applies each block's scale in its inner loop (``fp8_flops_scale``, which
+    attention takes too)."""
     kernel_overlap: float = 1.0
     """The share of the shorter of a kernel's math and memory times that it hides under the
     longer: 1 is the roofline (the max of the two), 0 adds them. A GEMM between the two
     regimes (tens to a few hundred rows) neither streams its weights at full bandwidth nor
     keeps its tensor cores fed, so it sits between the two."""
+    eager_kernel_overhead_s: float = 0.0
+    """Host time per kernel of a step the engine runs outside a CUDA graph (``StepCosts.
+    eager_prefill``): PyTorch's eager dispatch of each op, the Python module code around it and
+    the custom ops' argument handling. The host issues the kernels one by one while the GPU
+    runs them, so a step whose kernels are shorter than their launches takes the launches'
+    time."""
     expert_half_tokens: float = 0.0
     """Tokens per touched expert at which the grouped GEMMs reach half of
     ``expert_efficiency`` (0: always all of it). Each expert's tile costs a fixed part (its
@@ -116,6 +131,8 @@ EXPERT_EFFICIENCY = 0.5
 EXPERT_HALF_TOKENS = 0.0
 KERNEL_OVERLAP = 1.0
 FP8_FLOPS_SCALE = 0.5
+FP8_DENSE_FLOPS_SCALE = 0.65
+EAGER_KERNEL_OVERHEAD_S = 60e-6
 """Fitted on the calibration half by bench/serving_calibration.py (with SERVING_FLOPS_SCALE
 below and simulate.SHAREGPT_WEIBULL_SHAPE)."""
 
@@ -164,8 +181,10 @@ def efficiency_for(
     sequence_overhead_s: float | None = None,
     expert_efficiency: float | None = None,
     expert_half_tokens: float | None = None,
+    eager_kernel_overhead_s: float | None = None,
     kernel_overlap: float | None = None,
     fp8_flops_scale: float | None = None,
+    fp8_dense_flops_scale: float | None = None,
 ) -> Efficiency:
     """The factors of a GPU generation (named by the catalogue's ``architecture``) and an
     engine; the keyword arguments replace the fitted constants (the calibration script's
@@ -190,6 +209,8 @@ def efficiency_for(
         sequence_overhead_s=pick(sequence_overhead_s, SEQUENCE_OVERHEAD_S),
         expert_efficiency=pick(expert_efficiency, EXPERT_EFFICIENCY),
         expert_half_tokens=pick(expert_half_tokens, EXPERT_HALF_TOKENS),
+        eager_kernel_overhead_s=pick(eager_kernel_overhead_s, EAGER_KERNEL_OVERHEAD_S),
         kernel_overlap=pick(kernel_overlap, KERNEL_OVERLAP),
         fp8_flops_scale=pick(fp8_flops_scale, FP8_FLOPS_SCALE),
+        fp8_dense_flops_scale=pick(fp8_dense_flops_scale, FP8_DENSE_FLOPS_SCALE),
     )

@@ -2,7 +2,8 @@
 apply: (max running sequences, tokens per step).
 
 - SGLang: max_running_requests unset is bounded by its token pool; chunked_prefill_size 8,192
-  on 80 GB+ GPUs (sglang ``server_args.py`` defaults);
+  (sglang ``server_args.py``'s default on 60-160 GiB GPUs, taken for every GPU: its 16,384
+  above, B200 and MI300X, changed no calibration figure, docs/serving.md);
 - trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
 
 The KV pool is the vLLM method's for every engine. The accuracy harness and the /speed and
@@ -76,3 +77,21 @@ def async_scheduling(engine: Engine, release: str | None = None, flag: bool = Fa
         return True
     version = release_of(release) if release else None
     return version is not None and version >= VLLM_ASYNC_DEFAULT_RELEASE
+
+
+DECODE_ONLY_GRAPH_ENGINES: frozenset[Engine] = frozenset({"sglang", "tensorrt-llm"})
+"""Engines whose CUDA graphs hold decode batches only, so that every step with prompt tokens
+runs eagerly: SGLang replays a graph only for a decode-like forward mode
+(``model_runner.py``: ``forward_mode.is_cuda_graph()``, decode, target-verify and idle; its
+docs' "Piecewise CUDA Graph" page: "SGLang's regular CUDA graph optimization only captures the
+decoding step", the piecewise graphs for prefill being opt-in, ``--enable-piecewise-cuda-graph``,
+in the releases measured here), and TensorRT-LLM's PyTorch backend replays a graph only for a
+batch with no context request (``_torch/pyexecutor/scheduler.py``: ``ScheduledRequests.
+can_run_cuda_graph`` is ``not self.context_requests``; its ``DecodingCUDAGraphRunner``).
+vLLM V1 is not among them: its piecewise graphs hold mixed and prefill steps up to the largest
+capture size (512 tokens), and a larger step is compute-bound."""
+
+
+def eager_prefill(engine: Engine) -> bool:
+    """Whether ``engine`` runs a step with prompt tokens outside a CUDA graph."""
+    return engine in DECODE_ONLY_GRAPH_ENGINES

@@ -109,9 +109,22 @@ def steady_step(
     costs: StepCosts, eff: Efficiency, limits: EngineLimits, w: Workload, batch: float
 ) -> StepTime:
     """A steady-state step of ``batch`` running sequences: their decode tokens plus the
-    replacing requests' prompt tokens, within the budget."""
-    prefill = min(batch * w.input_tokens / w.output_tokens, limits.max_num_batched_tokens - batch)
-    return _step(costs, eff, w, max(prefill, 0.0), batch)
+    replacing requests' prompt tokens, within the budget.
+
+    An engine that runs prompts outside its CUDA graphs (``StepCosts.eager_prefill``) pays the
+    eager launches once per prefill batch, not every step: the ``batch / output`` requests that
+    finish a step are replaced by one prefill batch on at most every step, so a step carries
+    that share (at most 1) of the eager step's excess over the same step in a graph."""
+    prefill = max(
+        min(batch * w.input_tokens / w.output_tokens, limits.max_num_batched_tokens - batch), 0.0
+    )
+    step = _step(costs, eff, w, prefill, batch)
+    if not (costs.eager_prefill and prefill > 0):
+        return step
+    graph = _step(msgspec.structs.replace(costs, eager_prefill=False), eff, w, prefill, batch)
+    share = min(1.0, batch / w.output_tokens)
+    total = graph.total_s + share * (step.total_s - graph.total_s)
+    return msgspec.structs.replace(graph, total_s=total)
 
 
 def prefill_time_s(

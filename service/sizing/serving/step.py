@@ -12,6 +12,8 @@ max_num_batched_tokens) and one token for each of ``decode_sequences`` running s
   the tensor-parallel all-reduces (two per layer, Megatron's split: after attention and after
   the MLP; a ring moves 2 (t-1)/t of the message over the link) and the engine's fixed
   overheads (per step, per kernel launched, per layer and per running sequence);
+- an engine that captures CUDA graphs for decode batches only runs a step with prompt tokens
+  eagerly: the step takes at least the host's launch of each of its kernels;
 - an MoE's routed experts run as grouped GEMMs at ``expert_fraction`` of the dense fractions,
   in FLOPs and in bytes alike: a fixed cost per expert tile amortised over the tokens each
   touched expert gets (T x k / the experts T tokens touch).
@@ -56,6 +58,13 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     """The share of ``kv_bytes_per_token`` that sliding-window layers hold (gpt-oss: half)."""
     window_tokens: int = 0
     """Their window: a decode reads at most this much of each sequence's context there."""
+    linear_kv_share: float = 0.0
+    """The share of ``kv_bytes_per_token`` that linear-attention layers' pages hold (vLLM pads
+    each one's state to the attention page, so the pool's bytes per token count them): a decode
+    reads none of it per token of context, but ``state_bytes_per_sequence`` instead."""
+    state_bytes_per_sequence: float = 0.0
+    """Bytes a decoding sequence's recurrent states move per step on this GPU: each
+    linear-attention layer's recurrent update reads its state and writes it back."""
     peak_flops_per_s: float
     """Dense tensor-core peak in the format the GEMMs run in."""
     hbm_bytes_per_s: float
@@ -71,6 +80,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and
     per-sequence work overlaps the GPU's instead of adding to it)."""
+    eager_prefill: bool = False
+    """The engine runs a step that holds prompt tokens outside a CUDA graph (its graphs are
+    captured for decode batches only: ``engines.eager_prefill``), so the host launches each of
+    its kernels and all-reduces (``Efficiency.eager_kernel_overhead_s`` apiece)."""
     activation_bytes_per_token: float = 0.0
     """Activation bytes the step's small kernels read and write per token on this GPU, over
     all its layers (``deploy.activation_bytes_per_token``): tensor parallelism splits the
@@ -111,7 +124,11 @@ def step_time(
     tokens = prefill_tokens + decode_sequences
     attention = costs.attention_flops_per_context_token
     peak = costs.peak_flops_per_s * eff.flops_fraction
+    dense_peak = peak
     if costs.fp8_gemms:
+        # The dense FP8 GEMMs and the routed experts' grouped ones run different kernels.
+        dense_scale = eff.fp8_dense_flops_scale
+        dense_peak = peak * (eff.fp8_flops_scale if dense_scale is None else dense_scale)
         peak *= eff.fp8_flops_scale
     hbm = costs.hbm_bytes_per_s * eff.bandwidth_fraction
     linear_flops = tokens * costs.flops_per_token
@@ -126,8 +143,8 @@ def step_time(
     # Sliding-window layers read at most their window of each sequence's context.
     window = min(decode_context, costs.window_tokens) if costs.window_tokens else decode_context
     share = costs.window_kv_share
-    kv_context = (1 - share) * decode_context + share * window
-    kv = decode_sequences * kv_context * costs.kv_bytes_per_token
+    kv_context = (1 - share - costs.linear_kv_share) * decode_context + share * window
+    kv = decode_sequences * (kv_context * costs.kv_bytes_per_token + costs.state_bytes_per_sequence)
     bytes_read = weights + kv + activations
     # Three kernel families run one after the other: the dense GEMMs (their weights and
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
@@ -141,11 +158,11 @@ def step_time(
         # the longer (1: a pure roofline, the max of the two).
         return max(math_s, memory_s) + (1 - hide) * min(math_s, memory_s)
 
-    dense = kernel((linear_flops - expert_flops) / peak, costs.dense_weight_bytes / hbm)
+    dense = kernel((linear_flops - expert_flops) / dense_peak, costs.dense_weight_bytes / hbm)
     grouped = kernel(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
     linear = dense + grouped + activations / hbm
     attend = kernel(attention_flops / peak, kv / hbm)
-    compute = linear_flops / peak + attention_flops / peak
+    compute = (linear_flops - expert_flops) / dense_peak + (expert_flops + attention_flops) / peak
     memory = weights / hbm + kv / hbm + activations / hbm
     interconnect = 0.0
     t = costs.tensor_parallel
@@ -163,6 +180,11 @@ def step_time(
     host = eff.step_overhead_s + eff.sequence_overhead_s * decode_sequences
     overhead = launches + host
     device = linear + attend + interconnect + launches
+    if costs.eager_prefill and prefill_tokens > 0:
+        # Outside a graph the host launches every kernel and all-reduce in turn while the GPU
+        # runs the ones before: the GPU's work hides under the launches or they under it.
+        allreduces = 2 * costs.layers if t > 1 else 0
+        device = max(device, eff.eager_kernel_overhead_s * (costs.kernels + allreduces))
     stage = max(device, host) if costs.async_scheduling else device + host
     total = stage * costs.pipeline_parallel  # a token passes every stage in turn
     parts: dict[StepBound, float] = {

@@ -1,6 +1,7 @@
 """The closed loop, the finite benchmark and the open loop, on steps whose time is only the fixed
 overhead (no weights, no FLOPs), so every figure follows by hand."""
 
+import msgspec
 import pytest
 
 from service.sizing.errors import SizingError
@@ -76,3 +77,19 @@ def test_an_open_loop_past_capacity_is_unstable_with_no_finite_ttft() -> None:
     assert p.utilisation == pytest.approx(2)
     assert not p.stable
     assert p.ttft_s is None
+
+
+def test_an_eager_prefill_costs_a_steady_step_its_share_of_one_prefill_batch() -> None:
+    # 100 kernels launched at 100 us apiece outside a graph: 10 ms, against no GPU work, plus
+    # the step's 10 ms on the host: a step with prompt tokens takes 20 ms eagerly, 10 ms in a
+    # graph. 500 in / 100 out: 4 clients finish 4 / 100 = 0.04 requests a step, one prefill
+    # batch every 25 steps: TPOT 10 + 0.04 x 10 = 10.4 ms. 200 clients finish 2 a step, a
+    # prefill batch on every step: 20 ms. An engine that prefills in its graphs: 10 ms.
+    eff = msgspec.structs.replace(TEN_MS, eager_kernel_overhead_s=100e-6)
+    eager = msgspec.structs.replace(FREE, kernels=100, eager_prefill=True)
+    few = Workload(input_tokens=500, output_tokens=100, concurrency=4)
+    many = msgspec.structs.replace(few, concurrency=200)
+    assert closed_loop(eager, eff, limits(), few).tpot_s == pytest.approx(0.0104)
+    assert closed_loop(eager, eff, limits(), many).tpot_s == pytest.approx(0.02)
+    graph = msgspec.structs.replace(eager, eager_prefill=False)
+    assert closed_loop(graph, eff, limits(), many).tpot_s == pytest.approx(0.01)

@@ -4,7 +4,12 @@ import msgspec
 import pytest
 
 from service.offline import local_catalogue
-from service.sizing.serving.deploy import activation_bytes_per_token, window_kv_share
+from service.sizing.serving.deploy import (
+    activation_bytes_per_token,
+    linear_kv_share,
+    state_bytes_per_sequence,
+    window_kv_share,
+)
 from service.sizing.serving.efficiency import Efficiency
 from service.sizing.serving.engines import async_scheduling, kv_pool_tokens_for_engine
 from service.sizing.serving.simulate import POLICIES, Policy, lengths, simulate
@@ -59,6 +64,30 @@ def test_fp8_gemms_reach_the_scaled_fraction_of_their_peak() -> None:
         decode_context=0,
     )
     assert t.total_s == pytest.approx(4e-3, rel=1e-9)
+
+
+def test_dense_fp8_gemms_take_their_own_scale_and_the_experts_the_shared_one() -> None:
+    # 8 tokens of 2.5e8 FLOPs, 1e8 of them a routed expert's (2 experts, 1 a token, 1 B each:
+    # their reads are nothing). Experts: 8 x 1e8 = 8e8 FLOPs at 1e12 x 0.5 = 1.6 ms; dense:
+    # 8 x 1.5e8 = 1.2e9 FLOPs at 1e12 x 0.8 = 1.5 ms, longer than their 1 ms of reads:
+    # 3.1 ms. Without a dense scale both take 0.5: 8 x 2.5e8 = 2e9 / 5e11 = 4 ms.
+    moe = msgspec.structs.replace(
+        UNIT,
+        fp8_gemms=True,
+        experts=2,
+        experts_per_token=1,
+        expert_bytes_per_expert=1,
+        expert_flops_per_token=1e8,
+    )
+
+    def step(scales: Efficiency) -> float:
+        return step_time(
+            moe, scales, prefill_tokens=8, prefill_context=0, decode_sequences=0, decode_context=0
+        ).total_s
+
+    split = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
+    assert step(split) == pytest.approx(3.1e-3, rel=1e-6)
+    assert step(eff(fp8_flops_scale=0.5)) == pytest.approx(4e-3, rel=1e-6)
 
 
 def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
@@ -175,3 +204,28 @@ def test_sliding_window_layers_read_only_their_window() -> None:
         costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1128
     )
     assert t.total_s == pytest.approx(0.628e-6, rel=1e-9)
+
+
+def test_linear_attention_layers_move_their_state_not_their_share_of_the_pool() -> None:
+    # Qwen3-Next-80B-A3B: 36 linear-attention layers of 48, so 36 / 48 = 0.75 of the pool's
+    # bytes a token are their padded state pages. At TP 4 one layer's state is the convolution's
+    # 3 x (2 x 16 x 128 + 32 x 128) / 4 = 3 x 2,048 = 6,144 values and 32 / 4 = 8 heads of
+    # 128 x 128 = 131,072: 137,216 values x 2 B = 274,432 B, read and written back in 36
+    # layers: 2 x 36 x 274,432 = 19,759,104 B a sequence a step.
+    qwen3_next = local_catalogue().model("qwen3-next-80b-a3b")
+    assert linear_kv_share(qwen3_next) == 0.75
+    assert state_bytes_per_sequence(qwen3_next, 4, 1) == 19_759_104
+    # One sequence at 1,000 tokens, 4,000 B a token in the pool: the attention layers' quarter,
+    # 1,000 x 1,000 B = 1e6 B, plus its states' 19,759,104 B = 20,759,104 B at 1e12 B/s.
+    costs = msgspec.structs.replace(
+        UNIT,
+        dense_weight_bytes=0,
+        flops_per_token=0,
+        kv_bytes_per_token=4000,
+        linear_kv_share=0.75,
+        state_bytes_per_sequence=19_759_104,
+    )
+    t = step_time(
+        costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1000
+    )
+    assert t.total_s == pytest.approx(20.759104e-6, rel=1e-9)

@@ -1,5 +1,6 @@
 """One engine step's time: the roofline of each kernel family plus the fixed costs, by hand."""
 
+import msgspec
 import pytest
 
 from service.sizing.decode import distinct_experts
@@ -174,3 +175,40 @@ def test_the_layer_overhead_counts_once_per_layer_per_step() -> None:
         decode_context=0,
     )
     assert t.overhead_s == pytest.approx(7.6e-3)
+
+
+def test_a_prefill_step_outside_a_cuda_graph_takes_at_least_its_kernels_launches() -> None:
+    # Qwen3-8B on one H100, 360 kernels a step at 4 us each on the GPU, 40 us each to launch
+    # outside a graph (no all-reduces on one GPU). 100 prompt tokens at no context: their
+    # FLOPs 100 x 1.638147e10 = 1.638147e12 / 6.923e14 = 2.36624 ms, under the weights'
+    # 5.43332 ms; GPU 5.43332 + 360 x 4 us = 6.87332 ms; the launches 360 x 40 us = 14.4 ms
+    # outlast it: step 14.4 + 4 (per step) = 18.4 ms. In a graph (SGLang's decode, vLLM's
+    # piecewise prefill) the same tokens cost 6.87332 + 4 = 10.87332 ms, and 100 decodes at no
+    # context likewise whatever the flag. 8,192 prompt tokens: 193.842 + 1.44 = 195.282 ms of
+    # GPU time hide the launches: 199.282 ms either way.
+    eff = Efficiency(
+        flops_fraction=0.7,
+        bandwidth_fraction=0.9,
+        step_overhead_s=0.004,
+        allreduce_latency_s=0.0,
+        kernel_overhead_s=4e-6,
+        eager_kernel_overhead_s=40e-6,
+    )
+    graph = msgspec.structs.replace(qwen3_8b(), kernels=360)
+    eager = msgspec.structs.replace(graph, eager_prefill=True)
+
+    def step(costs: StepCosts, prompt: int, decodes: int) -> float:
+        return step_time(
+            costs,
+            eff,
+            prefill_tokens=prompt,
+            prefill_context=0,
+            decode_sequences=decodes,
+            decode_context=0,
+        ).total_s
+
+    assert step(eager, 100, 0) == pytest.approx(18.4e-3, rel=1e-5)
+    assert step(graph, 100, 0) == pytest.approx(10.87332e-3, rel=1e-5)
+    assert step(eager, 0, 100) == pytest.approx(10.87332e-3, rel=1e-5)
+    assert step(eager, 8192, 0) == pytest.approx(199.282e-3, rel=1e-5)
+    assert step(graph, 8192, 0) == pytest.approx(199.282e-3, rel=1e-5)
