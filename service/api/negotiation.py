@@ -230,7 +230,10 @@ def check_json_shape(body: bytes, decoded: Any) -> None:
     colons that follow a quote are counted: a key's colon always does (past JSON whitespace),
     so the count never falls short of the keys written, and a log pasted in a string (its
     timestamps' colons) does not force the second parse."""
-    depth, keys = _depth_and_keys(decoded)
+    if type(decoded) is dict and body.count(b"{") == 1 and b"[" not in body:
+        depth, keys = 1, len(decoded)  # one object of scalars (the only brace: none in a string)
+    else:
+        depth, keys = _depth_and_keys(decoded)
     if depth > MAX_JSON_DEPTH:
         raise _too_deep()
     if len(body) <= _COUNT_COLONS_BELOW and body.count(b":") <= keys:

@@ -7,6 +7,7 @@ Pure: the database lookups (service.catalogue.lookup) and the in-memory catalogu
 """
 
 import difflib
+import functools
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -26,8 +27,10 @@ class Named(Protocol):
 N = TypeVar("N", bound=Named)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(name: str) -> str:
-    """What people type -> slug spelling: 'H100 SXM' -> 'h100-sxm'."""
+    """What people type -> slug spelling: 'H100 SXM' -> 'h100-sxm' (remembered: every request
+    resolves its names, mostly the same few)."""
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 

@@ -22,13 +22,29 @@ def workload_of(request: object) -> Workload:
     (splits: each GPU's default ladder when the request names none; an empty list stays an
     error)."""
     fields = {
-        name: getattr(request, name)
-        for name in Workload.__struct_fields__
-        if getattr(request, name, None) is not None
+        name: value
+        for name in _workload_fields(type(request))
+        if (value := getattr(request, name, None)) is not None
     }
     if "splits" in fields:
         fields["splits"] = tuple(fields["splits"])
     return Workload(**fields)
+
+
+_WORKLOAD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _workload_fields(request_type: type) -> tuple[str, ...]:
+    """The Workload fields a request type has by the same name (looked up once per type)."""
+    names = _WORKLOAD_FIELDS.get(request_type)
+    if names is None:
+        fields = getattr(request_type, "__struct_fields__", None)
+        if fields is None:  # not a Struct: its attributes may be set per instance, so try all
+            names = tuple(Workload.__struct_fields__)
+        else:
+            names = tuple(name for name in Workload.__struct_fields__ if name in fields)
+        _WORKLOAD_FIELDS[request_type] = names
+    return names
 
 
 def check_kv_format(kv: NumberFormat) -> NumberFormat:
