@@ -6,8 +6,9 @@ import re
 
 import pytest
 from litestar.testing import AsyncTestClient
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from service.observability import configure_logging
+from service.observability import LATENCY_BUCKETS, RequestMetrics, configure_logging
 from tests.conftest import new_key
 from tests.ops.support import PLAN_70B, metric
 
@@ -120,3 +121,45 @@ async def test_metrics_count_requests_plans_reviews_and_outcomes(
     assert metric(text, "planner_plan_outcomes_total", source="compute", status="does_not_fit") == 1
     assert metric(text, "planner_plan_outcomes_total", source="saved", status="tight") == 1
     assert metric(text, "planner_database_errors_total", where="request") == 0
+
+
+def test_the_request_series_expose_what_prometheus_client_s_own_metrics_expose() -> None:
+    """RequestMetrics counts in plain numbers; its exposition is the one a Counter and a
+    Histogram with the same names, labels and buckets write for the same answers (the oracle:
+    prometheus_client itself), bucket edges included (0.001 lands in le="0.001", as the
+    library's bisect_left puts it)."""
+    observed = [
+        (("GET", "/healthz", "200"), 0.0004),
+        (("POST", "/plan", "200"), 0.001),  # on an edge: counted in le="0.001"
+        (("POST", "/plan", "200"), 0.0123),
+        (("GET", "/gpus/{slug}", "404"), 0.3),
+        (("POST", "/plan", "200"), 42.0),  # past the last bucket: +Inf only
+        (("GET", "/healthz", "200"), 0.0025),
+    ]
+    ours = CollectorRegistry()
+    requests = RequestMetrics(LATENCY_BUCKETS)
+    ours.register(requests)
+    theirs = CollectorRegistry()
+    counter = Counter(
+        "planner_http_requests",
+        "HTTP requests answered, by method, route template and status",
+        ["method", "route", "status"],
+        registry=theirs,
+    )
+    histogram = Histogram(
+        "planner_http_request_duration_seconds",
+        "Time from the request's arrival to the end of its answer",
+        ["method", "route", "status"],
+        buckets=LATENCY_BUCKETS,
+        registry=theirs,
+    )
+    for labels, seconds in observed:
+        requests.observe(requests.series_of(*labels), seconds)
+        counter.labels(*labels).inc()
+        histogram.labels(*labels).observe(seconds)
+    assert generate_latest(ours) == generate_latest(theirs)
+    text = generate_latest(ours).decode()
+    # By hand: /plan's three answers, 0.001 s in the first bucket, 42 s in +Inf only.
+    assert 'planner_http_request_duration_seconds_bucket{le="0.001",method="POST"' in text
+    assert metric(text, "planner_http_request_duration_seconds_count", route="/plan") == 3
+    assert metric(text, "planner_http_requests_total", route="/healthz") == 2
