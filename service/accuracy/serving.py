@@ -28,6 +28,7 @@ from service.sizing.serving.engines import (
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
+from service.sizing.serving.experts import expert_parallel_of
 from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -234,6 +235,7 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
             weight_format=run["weight_format"] or "bf16",
             tensor_parallel=run["tensor_parallel"],
             pipeline_parallel=run["pipeline_parallel"],
+            expert_parallel=expert_parallel_of(run["engine"], command, run["tensor_parallel"]),
             max_num_seqs=int(seqs) if seqs else None,
             max_num_batched_tokens=int(tokens) if tokens else None,
         )

@@ -47,6 +47,7 @@ def replica_of(
     context_tokens: int,
     utilisation: float | None,
     engine: Engine,
+    expert_parallel: int = 1,
 ) -> tuple[EnginePrediction, ReplicaModel | None]:
     """The vLLM method's prediction for the replica and, when the engine starts, its serving
     model (a SizingError names a field: a format the method does not load, an unknown
@@ -61,6 +62,7 @@ def replica_of(
         weight_format=weights.slug,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=options.pipeline_parallel_size,
+        expert_parallel=expert_parallel,
         max_num_seqs=options.max_num_seqs,
         max_num_batched_tokens=options.max_num_batched_tokens,
         release=options.vllm_version,

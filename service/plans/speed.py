@@ -78,6 +78,7 @@ def answer_speed(
         context_tokens=length,
         utilisation=request.gpu_memory_utilization,
         engine=request.engine,
+        expert_parallel=request.expert_parallel,
     )
     gpus = tp * request.pipeline_parallel
     if replica is None:

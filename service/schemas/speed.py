@@ -34,6 +34,11 @@ class SpeedRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gpu: SlugRef
     tensor_parallel: TensorParallel = 1
     pipeline_parallel: PipelineStages = 1
+    expert_parallel: TensorParallel = 1
+    """An MoE's expert parallelism over the tensor-parallel group (TensorRT-LLM's --ep_size,
+    SGLang's --ep-size, vLLM's --enable-expert-parallel: tensor_parallel): each GPU holds
+    E / expert_parallel whole experts. It must divide tensor_parallel and the experts; 1 (every
+    engine's default) splits each expert; a dense model ignores it."""
     weight_format: SlugRef | None = None
     """Default: the checkpoint's as published, else bf16 (as /plan)."""
     kv_format: SlugRef | None = None

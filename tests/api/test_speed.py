@@ -155,3 +155,17 @@ async def test_a_request_beyond_the_models_context_names_both_lengths(client: Cl
     (error,) = [e for e in response.json()["errors"] if e["field"] == "output_tokens"]
     assert "= 50,000 tokens" in error["message"]
     assert "maximum context of 40,960" in error["message"]
+
+
+async def test_expert_parallelism_is_a_deployment_option_of_an_moe(client: Client) -> None:
+    # DeepSeek-R1 on 8 H200 at one client: the split reads 1 / 8 of each of a token's 8 experts
+    # (one expert's bytes a GPU), the busiest of 8 EP GPUs ~2.4 whole experts
+    # (service/sizing/serving/experts.py), so its decode step is slower.
+    body = {"model": "deepseek-r1", "gpu": "h200", "tensor_parallel": 8, "concurrencies": [1]}
+    split = await speed(client, **body)
+    ep = await speed(client, **body, expert_parallel=8)
+    assert ep["rows"][0]["tpot_s"] > split["rows"][0]["tpot_s"]
+    # A size that does not divide the group is the request's error, naming the field.
+    response = await client.post("/speed", json={**BODY, **body, "expert_parallel": 3})
+    assert response.status_code == 422, response.text
+    assert "expert_parallel" in [e["field"] for e in response.json()["errors"]]

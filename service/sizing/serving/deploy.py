@@ -77,10 +77,12 @@ GEMM reads I."""
 
 
 def activation_bytes_per_token(
-    m: ModelSpec, tensor_parallel: int, pipeline_parallel: int = 1
+    m: ModelSpec, tensor_parallel: int, pipeline_parallel: int = 1, expert_parallel: int = 1
 ) -> float:
     """Bytes of activations one token streams through one GPU's stage in a step: the hidden
-    states are whole on every rank; the FFN's intermediate is split by tensor parallelism."""
+    states are whole on every rank; the FFN's intermediate is split by tensor parallelism.
+    With expert parallelism a GPU gathers and sums back only the routed copies bound for its
+    own experts (k / e of a token's on average), each at e / t of the expert's width."""
     h, t = m.hidden_size, tensor_parallel
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_width = (
@@ -89,7 +91,8 @@ def activation_bytes_per_token(
     per_dense = ACTIVATION_PASSES_PER_LAYER * h + INTERMEDIATE_PASSES * dense_width / t
     k = m.experts_per_token
     per_moe = ACTIVATION_PASSES_PER_LAYER * h + k * (
-        MOE_PASSES_PER_ROUTED_COPY * h + INTERMEDIATE_PASSES * m.intermediate_size / t
+        MOE_PASSES_PER_ROUTED_COPY * h / expert_parallel
+        + INTERMEDIATE_PASSES * m.intermediate_size / t
     )
     values = per_moe * moe_layers + per_dense * (m.layers - moe_layers)
     return ACTIVATION_VALUE_BYTES * values / pipeline_parallel
@@ -114,6 +117,10 @@ class Deployment(msgspec.Struct, frozen=True, kw_only=True):
     """bf16, fp8 or mxfp4: what the GEMMs and the expert bytes run in."""
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    """Expert parallelism over the tensor-parallel group (``experts.py``): each GPU holds
+    E / this many whole experts (1, every engine's default: each expert split over the
+    group)."""
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     release: str | None = None
@@ -176,6 +183,12 @@ def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
 
 def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
     m, t = d.model, d.tensor_parallel
+    ep = d.expert_parallel if m.is_moe else 1
+    require(
+        ep >= 1 and t % ep == 0 and (m.experts % ep == 0),
+        "expert_parallel",
+        f"{ep} does not divide the tensor-parallel size {t} and the {m.experts} experts",
+    )
     weights = p.per_gpu.weights_bytes
     per_param = EXPERT_BYTES_PER_PARAM.get(d.weight_format, 2.0)
     stage_share = 1 / d.pipeline_parallel
@@ -193,9 +206,11 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         layers=max(1, round(m.layers * stage_share)),
         hidden_size=m.hidden_size,
         dense_weight_bytes=round(weights - experts_bytes),
-        expert_bytes_per_expert=round(experts_bytes / m.experts) if m.is_moe else 0,
+        # One of this GPU's experts: E / ep of them share its expert bytes.
+        expert_bytes_per_expert=round(experts_bytes * ep / m.experts) if m.is_moe else 0,
         experts=m.experts if m.is_moe else 0,
         experts_per_token=m.experts_per_token if m.is_moe else 0,
+        expert_parallel=ep,
         flops_per_token=2 * m.resolved_active_params / t * stage_share,
         expert_flops_per_token=min(
             2 * m.experts_per_token * routed_expert_params(m) / m.experts if m.is_moe else 0.0,
@@ -214,7 +229,7 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),
-        activation_bytes_per_token=activation_bytes_per_token(m, t, d.pipeline_parallel),
+        activation_bytes_per_token=activation_bytes_per_token(m, t, d.pipeline_parallel, ep),
     )
 
 

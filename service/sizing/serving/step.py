@@ -16,7 +16,9 @@ max_num_batched_tokens) and one token for each of ``decode_sequences`` running s
   eagerly: the step takes at least the host's launch of each of its kernels;
 - an MoE's routed experts run as grouped GEMMs at ``expert_fraction`` of the dense fractions,
   in FLOPs and in bytes alike: a fixed cost per expert tile amortised over the tokens each
-  touched expert gets (T x k / the experts T tokens touch).
+  touched expert gets (T x k / the experts T tokens touch);
+- with expert parallelism (``experts.py``) a GPU holds whole experts and the step waits for the
+  busiest one: the most of its own experts touched and the most routed copies.
 """
 
 from typing import Literal
@@ -25,6 +27,7 @@ import msgspec
 
 from service.sizing.decode import distinct_experts
 from service.sizing.serving.efficiency import Efficiency
+from service.sizing.serving.experts import busiest_copies_factor, busiest_touched
 
 StepBound = Literal["compute", "hbm-bandwidth", "interconnect", "overhead"]
 
@@ -44,6 +47,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     """One routed expert's slice on this GPU, over all its MoE layers (0: a dense model)."""
     experts: int = 0
     experts_per_token: int = 0
+    expert_parallel: int = 1
+    """Expert parallelism over the tensor-parallel group (``experts.py``): this GPU holds
+    ``experts`` / this many whole experts, and ``expert_bytes_per_expert`` is one of them on
+    it (1: every expert split like the other matrices)."""
     flops_per_token: float
     """2 x active parameters / tensor_parallel (this GPU's share)."""
     expert_flops_per_token: float = 0.0
@@ -139,6 +146,17 @@ def step_time(
     activations = tokens * costs.activation_bytes_per_token
     touched = distinct_experts(costs.experts, costs.experts_per_token, tokens)
     expert_bytes = touched * costs.expert_bytes_per_expert
+    expert_flops = tokens * costs.expert_flops_per_token
+    grouped_flops = expert_flops
+    ep = costs.expert_parallel
+    if ep > 1 and costs.experts:
+        # Expert parallelism: the step waits for the GPU that reads the most of its own
+        # experts and runs the most routed copies (experts.py).
+        local = costs.experts / ep
+        expert_bytes = (
+            busiest_touched(local, touched / costs.experts, ep) * costs.expert_bytes_per_expert
+        )
+        grouped_flops *= busiest_copies_factor(tokens * costs.experts_per_token, ep)
     weights = costs.dense_weight_bytes + expert_bytes
     # Sliding-window layers read at most their window of each sequence's context.
     window = min(decode_context, costs.window_tokens) if costs.window_tokens else decode_context
@@ -149,7 +167,6 @@ def step_time(
     # Three kernel families run one after the other: the dense GEMMs (their weights and
     # FLOPs), the routed experts' grouped GEMMs (at the expert kernels' own efficiency) and
     # attention (KV, attention FLOPs); each is bound by the larger of its two times.
-    expert_flops = tokens * costs.expert_flops_per_token
     x = expert_fraction(eff, tokens * costs.experts_per_token / touched if touched else 0.0)
     hide = eff.kernel_overlap
 
@@ -159,10 +176,10 @@ def step_time(
         return max(math_s, memory_s) + (1 - hide) * min(math_s, memory_s)
 
     dense = kernel((linear_flops - expert_flops) / dense_peak, costs.dense_weight_bytes / hbm)
-    grouped = kernel(expert_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
+    grouped = kernel(grouped_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
     linear = dense + grouped + activations / hbm
     attend = kernel(attention_flops / peak, kv / hbm)
-    compute = (linear_flops - expert_flops) / dense_peak + (expert_flops + attention_flops) / peak
+    compute = (linear_flops - expert_flops) / dense_peak + (grouped_flops + attention_flops) / peak
     memory = weights / hbm + kv / hbm + activations / hbm
     interconnect = 0.0
     t = costs.tensor_parallel

@@ -143,3 +143,19 @@ def test_random_lengths_follow_the_client_that_drew_them() -> None:
     set_ratio = {**sgl, "bench_command": "--random-range-ratio 0.5 --num-prompts 10"}
     assert workload_of(set_ratio).length_low_ratio == 0.5
     assert (workload_of(sgl).input_tokens, workload_of(sgl).output_tokens) == (610, 421)
+
+
+def test_a_runs_expert_parallelism_is_read_from_its_serve_command() -> None:
+    # TensorRT-LLM's GPUStack burst says --tp_size 8 --ep_size 8: 256 / 8 = 32 whole experts
+    # a GPU. InferenceMAX's scripts pass --ep_size=$EP_SIZE / --ep-size $EP_SIZE with EP_SIZE=1
+    # (their records: decode_ep 1), which is not a number in the command: no expert
+    # parallelism, each engine's default.
+    runs = {r["id"]: r for r in load_runs()}
+    ep = prepare(runs["gpustack-deepseek-r1-h200-tensorrt-llm-deepseek-r1-0528-tp8-burst1000"])
+    assert not isinstance(ep, str) and ep.costs.expert_parallel == 8
+    for run_id in (
+        "inferencemax-b200-tensorrt-llm-dsr1-fp8-tp8-8k1k-c64",
+        "inferencemax-b200-sglang-dsr1-fp8-tp8-1k1k-c64",
+    ):
+        ready = prepare(runs[run_id])
+        assert not isinstance(ready, str) and ready.costs.expert_parallel == 1

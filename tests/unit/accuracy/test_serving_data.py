@@ -171,7 +171,8 @@ def _check_json_record(run: dict) -> None:
     expected["total_tokens_per_s"] = m["tput_per_gpu"] * gpus
     assert run["measured"] == expected
     # The setup the record states: one node, no speculative decoding, no disaggregation, no
-    # expert parallelism or DP attention (the model models none), prefill TP = decode TP.
+    # expert parallelism (the scripts' EP_SIZE is 1) or DP attention (not modelled), prefill TP
+    # = decode TP.
     assert record["spec_method"] == "none" and not record["disagg"]
     assert not record["is_multinode"]
     assert record["prefill_ep"] == record["decode_ep"] == 1
