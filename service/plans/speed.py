@@ -139,6 +139,7 @@ def answer_speed(
         kv_format=kv.slug,
         tensor_parallel=tp,
         pipeline_parallel=request.pipeline_parallel,
+        expert_parallel=request.expert_parallel,
         gpus_per_replica=gpus,
         input_tokens=request.input_tokens,
         output_tokens=request.output_tokens,

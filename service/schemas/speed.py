@@ -90,6 +90,8 @@ class SpeedAnswer(msgspec.Struct, frozen=True, kw_only=True):
     kv_format: str
     tensor_parallel: int
     pipeline_parallel: int
+    expert_parallel: int
+    """The request's: each GPU holds E / expert_parallel whole experts (1: every expert split)."""
     gpus_per_replica: int
     input_tokens: int
     output_tokens: int
