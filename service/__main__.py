@@ -91,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "slack-ask":
         return ask.run(args)
     if args.command == "accuracy" and args.serving:
-        from service.accuracy import serving as serving_accuracy
+        from service.accuracy import serving, serving_report
 
-        results = serving_accuracy.report()
+        results = serving.report()
         if args.markdown:
-            print(serving_accuracy.render_markdown(results))
+            print(serving_report.render_markdown(results))
         else:
-            print(serving_accuracy.render(results))
+            print(serving_report.render(results))
         return 0
     if args.command == "accuracy":
         from service.accuracy.vllm import report

@@ -12,13 +12,13 @@ within 25% on both.
 """
 
 import json
-import re
 import statistics
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from service.accuracy.serve_command import expert_parallel_of, flag
 from service.sizing.errors import SizingError
 from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
 from service.sizing.serving.efficiency import Engine, efficiency_for
@@ -28,7 +28,6 @@ from service.sizing.serving.engines import (
     kv_pool_tokens_for_engine,
     limits_for_engine,
 )
-from service.sizing.serving.experts import expert_parallel_of
 from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -119,14 +118,6 @@ def load_runs(directory: Path = RUNS_DIR) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))]
 
 
-def _flag(command: str, *names: str) -> str | None:
-    for name in names:
-        found = re.search(rf"{re.escape(name)}[ =]+([0-9.]+)", command)
-        if found:
-            return found.group(1)
-    return None
-
-
 INFERENCEMAX_RANGE_RATIO = 0.8
 """InferenceMAX's --random-range-ratio (RANDOM_RANGE_RATIO in its
 .github/workflows/benchmark-tmpl.yml): its benchmark_serving.py draws each request's input and
@@ -155,7 +146,7 @@ def workload_of(run: dict[str, Any]) -> Workload:
         # draws each request's from ratio x L to L, its ratio 0 unless the command sets one;
         # InferenceMAX's client from 0.8 x L to L.
         command = run.get("bench_command") or ""
-        ratio = _flag(command, "--random-range-ratio")
+        ratio = flag(command, "--random-range-ratio")
         if run["total_input_tokens"] is None:
             distribution, low = "uniform", INFERENCEMAX_RANGE_RATIO
         elif (run.get("bench_tool") or "").startswith("sglang.bench_serving"):
@@ -206,10 +197,10 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     gpu = cat.gpu(run["gpu"]["slug"])
     model = cat.model(MODEL_SLUGS[run["model"]])
     command = run["serve_command"]
-    mml = _flag(command, "--max-model-len", "--max_seq_len")
+    mml = flag(command, "--max-model-len", "--max_seq_len")
     # SGLang's --mem-fraction-static is the share of the GPU for weights and KV pool, as
     # vLLM's utilisation is (the KV pool stays the vLLM method's for every engine).
-    util = _flag(command, "--gpu-memory-utilization", "--mem-fraction-static")
+    util = flag(command, "--gpu-memory-utilization", "--mem-fraction-static")
     if mml is None and run["engine"] != "vllm":
         mml = str(NON_VLLM_CHECKED_LEN)
     config = EngineConfig(
@@ -223,8 +214,8 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     )
     if run["engine"] == "vllm":
         config = for_release(config, (run["engine_version"] or "").lstrip("v") or None)
-    seqs = _flag(command, "--max-num-seqs")
-    tokens = _flag(command, "--max-num-batched-tokens")
+    seqs = flag(command, "--max-num-seqs")
+    tokens = flag(command, "--max-num-batched-tokens")
     try:
         prediction = predict_vllm(model, gpu, config)
         if not prediction.starts:
@@ -245,8 +236,8 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         return f"{exc.field}: {exc.message}"
     # Another engine runs its own batch limits (the serve command's flags are vLLM's).
     pool = kv_pool_tokens_for_engine(run["engine"], prediction)
-    own_seqs = _flag(command, "--max-running-requests", "--max_batch_size")
-    own_tokens = _flag(command, "--chunked-prefill-size", "--max_num_tokens")
+    own_seqs = flag(command, "--max-running-requests", "--max_batch_size")
+    own_tokens = flag(command, "--chunked-prefill-size", "--max_num_tokens")
     limits = limits_for_engine(
         limits,
         run["engine"],
@@ -327,93 +318,3 @@ def figures(results: list[RunResult]) -> HalfFigures:
 
 def report(directory: Path = RUNS_DIR) -> list[RunResult]:
     return [predict_run(run) for run in load_runs(directory)]
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:+.0f}%"
-
-
-def _summary(results: list[RunResult], split: str, collected: str | None = None) -> str:
-    f = figures([r for r in results if r.split == split and collected in (None, r.collected)])
-    bar = "" if split == "calibration" else f"; bar: {'met' if f.meets_bar else 'NOT met'}"
-    label = split if collected is None else f"{split}, collected {collected} (never seen before)"
-    return (
-        f"{label}: {f.runs} runs ({f.skipped} skipped): median |error| output tok/s "
-        f"{f.median_output_error:.0%}, mean TPOT {f.median_tpot_error:.0%}, mean TTFT "
-        f"{f.median_ttft_error:.0%}; both within 25%: {f.share_within:.0%}{bar}"
-    )
-
-
-def _summaries(results: list[RunResult]) -> list[str]:
-    """Each half, then the held-out runs of the newest batch alone: pages no one has looked at."""
-    newest = max(r.collected for r in results)
-    return [
-        _summary(results, "calibration"),
-        _summary(results, "held_out"),
-        _summary(results, "held_out", newest),
-    ]
-
-
-MARKDOWN_HEAD = """# Serving model: accuracy on public benchmark runs
-
-Generated by `.venv/bin/python -m service accuracy --serving --markdown`; a test checks that this
-file is that command's output. Each row is one public serving-benchmark run: a result block of `vllm
-bench serve` or `sglang.bench_serving`, or an InferenceMAX JSON record
-(service/accuracy/cases/serving/, with its source and exact lines): predicted against measured
-output tokens/s, mean TPOT and mean TTFT, and the error (predicted / measured - 1). The fitted
-constants come from the calibration half only; the bar (issue 17) is on the held-out half: median
-absolute error at most 15% on output tokens/s and on mean TPOT, and at least 80% of runs within 25%
-on both. The last line sums up the held-out runs of the newest batch alone: pages no one had looked
-at when the model was fitted. The model is described in docs/serving.md.
-"""
-
-
-def render_markdown(results: list[RunResult]) -> str:
-    lines = [
-        MARKDOWN_HEAD,
-        "| run | split | engine | GPU | out tok/s pred / meas | err | TPOT ms pred / meas | err "
-        "| TTFT s pred / meas | err | bound (mean batch) |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for r in sorted(results, key=lambda r: (r.split, r.run)):
-        e = r.errors()
-        head = f"| {r.run} | {r.split} | {r.engine} | {r.gpu} |"
-        if e is None:
-            lines.append(f"{head} skipped: {r.skipped} | | | | | | |")
-            continue
-        assert r.predicted_output_tokens_per_s is not None
-        assert r.predicted_tpot_s is not None and r.predicted_ttft_s is not None
-        lines.append(
-            f"{head} {r.predicted_output_tokens_per_s:.0f} / {r.measured_output_tokens_per_s:.0f}"
-            f" | {_pct(e[0])} | {r.predicted_tpot_s * 1000:.1f} / {r.measured_tpot_s * 1000:.1f}"
-            f" | {_pct(e[1])} | {r.predicted_ttft_s:.2f} / {r.measured_ttft_s:.2f}"
-            f" | {_pct(e[2])} | {r.bottleneck} ({r.running_batch:.0f}) |"
-        )
-    lines.append("")
-    lines.extend(f"- {line}" for line in _summaries(results))
-    return "\n".join(lines)
-
-
-def render(results: list[RunResult]) -> str:
-    head = (
-        f"{'run':<72} {'split':<11} {'out tok/s pred/meas':>22} {'err':>6} "
-        f"{'TPOT ms pred/meas':>20} {'err':>6} {'TTFT s pred/meas':>20} {'err':>6}  bound"
-    )
-    lines = [head, "-" * len(head)]
-    for r in sorted(results, key=lambda r: (r.split, r.run)):
-        e = r.errors()
-        if e is None:
-            lines.append(f"{r.run:<72} {r.split:<11} skipped: {r.skipped}")
-            continue
-        assert r.predicted_output_tokens_per_s is not None
-        assert r.predicted_tpot_s is not None and r.predicted_ttft_s is not None
-        lines.append(
-            f"{r.run:<72} {r.split:<11} "
-            f"{r.predicted_output_tokens_per_s:>10.0f}/{r.measured_output_tokens_per_s:<11.0f} "
-            f"{_pct(e[0]):>6} "
-            f"{r.predicted_tpot_s * 1000:>9.1f}/{r.measured_tpot_s * 1000:<10.1f} {_pct(e[1]):>6} "
-            f"{r.predicted_ttft_s:>9.2f}/{r.measured_ttft_s:<10.2f} {_pct(e[2]):>6}  "
-            f"{r.bottleneck} (batch {r.running_batch:.0f})"
-        )
-    lines.extend(_summaries(results))
-    return "\n".join(lines)

@@ -36,7 +36,6 @@ the model: real routers are skewed, which loads the GPU that holds the hot exper
 """
 
 import math
-import re
 from functools import cache
 from statistics import NormalDist
 
@@ -76,33 +75,3 @@ def busiest_copies_factor(routed_copies: float, expert_parallel: int) -> float:
     if e <= 1 or routed_copies <= 0:
         return 1.0
     return 1 + expected_max_normal(e) * math.sqrt((e - 1) / routed_copies)
-
-
-def expert_parallel_of(engine: str, command: str, tensor_parallel: int) -> int:
-    """The expert-parallel size a serve command sets (1: none, each engine's default), read as
-    the engines read their flags:
-
-    - TensorRT-LLM: ``--ep_size N`` (trtllm-serve; unset, ``Mapping`` takes moe_ep_size 1 and
-      moe_tp_size = tp_size: ``tensorrt_llm/mapping.py``);
-    - SGLang: ``--ep-size N`` (default 1), ``--enable-ep-moe`` (e = t, the older flag), or an
-      all-to-all backend, ``--moe-a2a-backend deepep`` or ``mooncake``, which sets e = t
-      (``server_args.py``: ``self.ep_size = self.tp_size``);
-    - vLLM: ``--enable-expert-parallel`` (``-ep``) runs e = t x data-parallel size, of which the
-      tensor-parallel group is the part modelled (e = t; off by default).
-
-    A flag whose value is a shell variable (``--ep-size $EP_SIZE``) is not read: the default.
-    The size is at most the tensor-parallel group (TensorRT-LLM's MoE world is its tp_size)."""
-    size = 1
-    if engine == "vllm":
-        if re.search(r"(?:^|\s)(?:--enable-expert-parallel|-ep)(?=\s|$)", command):
-            size = tensor_parallel
-    else:
-        found = re.search(r"--(?:ep_size|ep-size|expert-parallel-size)[ =]+([0-9]+)\b", command)
-        if found:
-            size = int(found.group(1))
-        if engine == "sglang" and (
-            "--enable-ep-moe" in command
-            or re.search(r"--moe-a2a-backend[ =]+(?:deepep|mooncake)\b", command)
-        ):
-            size = tensor_parallel
-    return max(1, min(size, tensor_parallel))

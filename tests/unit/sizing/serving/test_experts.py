@@ -12,7 +12,6 @@ from service.sizing.serving.experts import (
     busiest_copies_factor,
     busiest_touched,
     expected_max_normal,
-    expert_parallel_of,
 )
 from service.sizing.serving.step import StepCosts, step_time
 from service.sizing.vllm.config import EngineConfig
@@ -112,28 +111,3 @@ def test_expert_parallel_keeps_the_bytes_and_gathers_only_the_local_routed_copie
 def test_an_expert_parallel_size_must_divide_the_group_and_the_experts() -> None:
     with pytest.raises(SizingError):
         _deepseek_costs(3)
-
-
-@pytest.mark.parametrize(
-    ("engine", "command", "size"),
-    [
-        ("tensorrt-llm", "trtllm-serve /m --tp_size 8 --ep_size 8", 8),
-        ("tensorrt-llm", "trtllm-serve $MODEL --tp_size=$TP --ep_size=$EP_SIZE", 1),
-        ("tensorrt-llm", "trtllm-serve /m --tp_size 8", 1),
-        ("sglang", "python3 -m sglang.launch_server --tp 8 --ep-size $EP_SIZE", 1),
-        ("sglang", "python3 -m sglang.launch_server --tp 8 --ep-size 4", 4),
-        ("sglang", "python3 -m sglang.launch_server --tp 8 --enable-ep-moe", 8),
-        ("sglang", "python3 -m sglang.launch_server --tp 8 --moe-a2a-backend deepep", 8),
-        ("sglang", "python3 -m sglang.launch_server --tp 8 --moe-a2a-backend none", 1),
-        ("vllm", "vllm serve m -tp 8 --enable-expert-parallel", 8),
-        ("vllm", "vllm serve m -tp 8", 1),
-        ("tensorrt-llm", "trtllm-serve /m --tp_size 4 --ep_size 8", 4),
-    ],
-)
-def test_the_expert_parallel_size_is_read_from_the_serve_command(
-    engine: str, command: str, size: int
-) -> None:
-    # Unset: every engine splits each expert over the group (TensorRT-LLM's Mapping takes
-    # moe_ep_size 1, SGLang's --ep-size defaults to 1, vLLM's expert parallelism is opt-in); a
-    # shell variable is not a value; the size is at most the tensor-parallel group.
-    assert expert_parallel_of(engine, command, 8 if "--tp_size 4" not in command else 4) == size
