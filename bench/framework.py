@@ -232,7 +232,7 @@ def main() -> None:
             ratio = best_service / best_bare
             verdict = "ok" if ratio >= goal else "below"
             print(
-                f"{name:<30} {best_bare:>10.0f} {best_service:>9.0f} {ratio:>6.2f} "
+                f"{name:<30} {best_bare:>10.0f} {best_service:>9.0f} {ratio:>6.3f} "
                 f">={goal:<4} {verdict}"
             )
         plan = post("/plan", PLAN)
@@ -242,7 +242,7 @@ def main() -> None:
         double = max(rate(two, plan, seconds, 8, renew=RENEW) for _ in range(rounds))
     print(
         f"{'2 workers / 1, POST /plan':<30} {single:>10.0f} {double:>9.0f} "
-        f"{double / single:>6.2f} >=1.6  {'ok' if double / single >= 1.6 else 'below'}"
+        f"{double / single:>6.3f} >=1.6  {'ok' if double / single >= 1.6 else 'below'}"
     )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
