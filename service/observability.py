@@ -90,9 +90,10 @@ class RequestMetrics(Collector):
         self.upper_bounds = (*buckets, math.inf)
         # The "le" labels as the library writes them (Go's float format: "0.0025", "+Inf").
         self.bucket_names = [floatToGoString(b) for b in self.upper_bounds]  # type: ignore[no-untyped-call]
-        self.series: dict[tuple[str, str, str], RequestSeries] = {}
+        # By (method, route template, status): the routes are templates, so this stays small.
+        self.series: dict[tuple[str, str, int], RequestSeries] = {}
 
-    def series_of(self, method: str, route: str, status: str) -> RequestSeries:
+    def series_of(self, method: str, route: str, status: int) -> RequestSeries:
         key = (method, route, status)
         series = self.series.get(key)
         if series is None:
@@ -116,7 +117,8 @@ class RequestMetrics(Collector):
             "Time from the request's arrival to the end of its answer",
             labels=REQUEST_LABELS,
         )
-        for labels, series in list(self.series.items()):
+        for (method, route, status), series in list(self.series.items()):
+            labels = (method, route, str(status))
             requests.add_metric(labels, float(series.count))
             cumulative = itertools.accumulate(float(n) for n in series.buckets)
             latency.add_metric(
@@ -303,9 +305,6 @@ class RequestMiddleware:
         self.keys = keys
         self.auth_failures = auth_failures
         self.proxy_header = proxy_header.strip().lower().encode("latin-1")
-        # Each (method, route, status)'s series, found once: the routes are templates, so this
-        # stays small.
-        self._series: dict[tuple[str, str, int], RequestSeries] = {}
         self._computed: dict[str, Any] = {}  # POST /plan's outcome counter, by plan status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -377,11 +376,8 @@ class RequestMiddleware:
         self, scope: Scope, route: str, status: int, elapsed: float, request_id: str
     ) -> None:
         method = scope["method"]  # type: ignore[typeddict-item]
-        series = self._series.get((method, route, status))
-        if series is None:
-            series = self.metrics.requests.series_of(method, route, str(status))
-            self._series[(method, route, status)] = series
-        self.metrics.requests.observe(series, elapsed)
+        requests = self.metrics.requests
+        requests.observe(requests.series_of(method, route, status), elapsed)
         state: dict[str, Any] = scope["state"]  # type: ignore[typeddict-item]
         if 200 <= status < 300:
             if method not in ("GET", "HEAD", "OPTIONS") and route.startswith(CATALOGUE_PATHS):

@@ -129,12 +129,12 @@ def test_the_request_series_expose_what_prometheus_client_s_own_metrics_expose()
     prometheus_client itself), bucket edges included (0.001 lands in le="0.001", as the
     library's bisect_left puts it)."""
     observed = [
-        (("GET", "/healthz", "200"), 0.0004),
-        (("POST", "/plan", "200"), 0.001),  # on an edge: counted in le="0.001"
-        (("POST", "/plan", "200"), 0.0123),
-        (("GET", "/gpus/{slug}", "404"), 0.3),
-        (("POST", "/plan", "200"), 42.0),  # past the last bucket: +Inf only
-        (("GET", "/healthz", "200"), 0.0025),
+        (("GET", "/healthz", 200), 0.0004),
+        (("POST", "/plan", 200), 0.001),  # on an edge: counted in le="0.001"
+        (("POST", "/plan", 200), 0.0123),
+        (("GET", "/gpus/{slug}", 404), 0.3),
+        (("POST", "/plan", 200), 42.0),  # past the last bucket: +Inf only
+        (("GET", "/healthz", 200), 0.0025),
     ]
     ours = CollectorRegistry()
     requests = RequestMetrics(LATENCY_BUCKETS)
@@ -155,8 +155,9 @@ def test_the_request_series_expose_what_prometheus_client_s_own_metrics_expose()
     )
     for labels, seconds in observed:
         requests.observe(requests.series_of(*labels), seconds)
-        counter.labels(*labels).inc()
-        histogram.labels(*labels).observe(seconds)
+        method, route, status = labels
+        counter.labels(method, route, str(status)).inc()
+        histogram.labels(method, route, str(status)).observe(seconds)
     assert generate_latest(ours) == generate_latest(theirs)
     text = generate_latest(ours).decode()
     # By hand: /plan's three answers, 0.001 s in the first bucket, 42 s in +Inf only.
