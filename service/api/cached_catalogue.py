@@ -36,7 +36,8 @@ def serve_from_cached_catalogue(app: ASGIApp) -> ASGIApp:
 
 CACHED_CATALOGUE = [serve_from_cached_catalogue]
 
-SNAPSHOT_ONLY = {"snapshot_only": True}
+SNAPSHOT_ONLY_KEY = "snapshot_only"
+SNAPSHOT_ONLY = {SNAPSHOT_ONLY_KEY: True}
 """The opt of a handler that computes from ``request_snapshot`` alone, without a session."""
 
 
@@ -59,7 +60,7 @@ def paths_without_database(app: Litestar) -> frozenset[str]:
             if "OPTIONS" in handler.http_methods or "HEAD" in handler.http_methods:
                 continue  # Litestar's own
             cached = serve_from_cached_catalogue in (handler.middleware or []) or bool(
-                handler.opt.get("snapshot_only")
+                handler.opt.get(SNAPSHOT_ONLY_KEY)
             )
             sessionless = "db_session" not in handler.parsed_fn_signature.parameters
             paths[route.path] = paths.get(route.path, True) and cached and sessionless
