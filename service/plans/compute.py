@@ -1,6 +1,7 @@
 """/matrix and /offload requests answered on resolved specs: the one path shared by the
 controllers (specs from the database) and the CLI's local mode (specs from the shipped JSON)."""
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -17,34 +18,24 @@ from service.sizing.offload import Offload, offload
 from service.sizing.plan import Workload
 
 
-def workload_of(request: object) -> Workload:
+def workload_of(request: msgspec.Struct) -> Workload:
     """The Workload a request describes: its fields of the same names, the rest defaulting
     (splits: each GPU's default ladder when the request names none; an empty list stays an
     error)."""
     fields = {
         name: value
         for name in _workload_fields(type(request))
-        if (value := getattr(request, name, None)) is not None
+        if (value := getattr(request, name)) is not None
     }
     if "splits" in fields:
         fields["splits"] = tuple(fields["splits"])
     return Workload(**fields)
 
 
-_WORKLOAD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _workload_fields(request_type: type) -> tuple[str, ...]:
-    """The Workload fields a request type has by the same name (looked up once per type)."""
-    names = _WORKLOAD_FIELDS.get(request_type)
-    if names is None:
-        fields = getattr(request_type, "__struct_fields__", None)
-        if fields is None:  # not a Struct: its attributes may be set per instance, so try all
-            names = tuple(Workload.__struct_fields__)
-        else:
-            names = tuple(name for name in Workload.__struct_fields__ if name in fields)
-        _WORKLOAD_FIELDS[request_type] = names
-    return names
+@functools.cache
+def _workload_fields(request_type: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The Workload fields a request type has by the same name (found once per type)."""
+    return tuple(n for n in Workload.__struct_fields__ if n in request_type.__struct_fields__)
 
 
 def check_kv_format(kv: NumberFormat) -> NumberFormat:
