@@ -92,14 +92,24 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     bottleneck: str | None = None
     running_batch: float | None = None
 
-    def errors(self) -> tuple[float, float, float] | None:
-        if self.predicted_output_tokens_per_s is None:
+    def predicted(self) -> tuple[float, float, float] | None:
+        """Predicted output tokens/s, mean TPOT and mean TTFT; None: the run was skipped."""
+        out, tpot = self.predicted_output_tokens_per_s, self.predicted_tpot_s
+        ttft = self.predicted_ttft_s
+        if out is None:
             return None
-        assert self.predicted_tpot_s is not None and self.predicted_ttft_s is not None
+        assert tpot is not None and ttft is not None
+        return out, tpot, ttft
+
+    def errors(self) -> tuple[float, float, float] | None:
+        predicted = self.predicted()
+        if predicted is None:
+            return None
+        out, tpot, ttft = predicted
         return (
-            self.predicted_output_tokens_per_s / self.measured_output_tokens_per_s - 1,
-            self.predicted_tpot_s / self.measured_tpot_s - 1,
-            self.predicted_ttft_s / self.measured_ttft_s - 1,
+            out / self.measured_output_tokens_per_s - 1,
+            tpot / self.measured_tpot_s - 1,
+            ttft / self.measured_ttft_s - 1,
         )
 
 

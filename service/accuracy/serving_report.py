@@ -43,6 +43,11 @@ at when the model was fitted. The model is described in docs/serving.md.
 """
 
 
+def _in_order(results: list[RunResult]) -> list[RunResult]:
+    """The report's order: by split, then by run."""
+    return sorted(results, key=lambda r: (r.split, r.run))
+
+
 def render_markdown(results: list[RunResult]) -> str:
     lines = [
         MARKDOWN_HEAD,
@@ -50,18 +55,17 @@ def render_markdown(results: list[RunResult]) -> str:
         "| TTFT s pred / meas | err | bound (mean batch) |",
         "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for r in sorted(results, key=lambda r: (r.split, r.run)):
-        e = r.errors()
+    for r in _in_order(results):
         head = f"| {r.run} | {r.split} | {r.engine} | {r.gpu} |"
-        if e is None:
+        predicted, e = r.predicted(), r.errors()
+        if predicted is None or e is None:
             lines.append(f"{head} skipped: {r.skipped} | | | | | | |")
             continue
-        assert r.predicted_output_tokens_per_s is not None
-        assert r.predicted_tpot_s is not None and r.predicted_ttft_s is not None
+        out, tpot, ttft = predicted
         lines.append(
-            f"{head} {r.predicted_output_tokens_per_s:.0f} / {r.measured_output_tokens_per_s:.0f}"
-            f" | {_pct(e[0])} | {r.predicted_tpot_s * 1000:.1f} / {r.measured_tpot_s * 1000:.1f}"
-            f" | {_pct(e[1])} | {r.predicted_ttft_s:.2f} / {r.measured_ttft_s:.2f}"
+            f"{head} {out:.0f} / {r.measured_output_tokens_per_s:.0f}"
+            f" | {_pct(e[0])} | {tpot * 1000:.1f} / {r.measured_tpot_s * 1000:.1f}"
+            f" | {_pct(e[1])} | {ttft:.2f} / {r.measured_ttft_s:.2f}"
             f" | {_pct(e[2])} | {r.bottleneck} ({r.running_batch:.0f}) |"
         )
     lines.append("")
@@ -75,19 +79,17 @@ def render(results: list[RunResult]) -> str:
         f"{'TPOT ms pred/meas':>20} {'err':>6} {'TTFT s pred/meas':>20} {'err':>6}  bound"
     )
     lines = [head, "-" * len(head)]
-    for r in sorted(results, key=lambda r: (r.split, r.run)):
-        e = r.errors()
-        if e is None:
+    for r in _in_order(results):
+        predicted, e = r.predicted(), r.errors()
+        if predicted is None or e is None:
             lines.append(f"{r.run:<72} {r.split:<11} skipped: {r.skipped}")
             continue
-        assert r.predicted_output_tokens_per_s is not None
-        assert r.predicted_tpot_s is not None and r.predicted_ttft_s is not None
+        out, tpot, ttft = predicted
         lines.append(
             f"{r.run:<72} {r.split:<11} "
-            f"{r.predicted_output_tokens_per_s:>10.0f}/{r.measured_output_tokens_per_s:<11.0f} "
-            f"{_pct(e[0]):>6} "
-            f"{r.predicted_tpot_s * 1000:>9.1f}/{r.measured_tpot_s * 1000:<10.1f} {_pct(e[1]):>6} "
-            f"{r.predicted_ttft_s:>9.2f}/{r.measured_ttft_s:<10.2f} {_pct(e[2]):>6}  "
+            f"{out:>10.0f}/{r.measured_output_tokens_per_s:<11.0f} {_pct(e[0]):>6} "
+            f"{tpot * 1000:>9.1f}/{r.measured_tpot_s * 1000:<10.1f} {_pct(e[1]):>6} "
+            f"{ttft:>9.2f}/{r.measured_ttft_s:<10.2f} {_pct(e[2]):>6}  "
             f"{r.bottleneck} (batch {r.running_batch:.0f})"
         )
     lines.extend(_summaries(results))
