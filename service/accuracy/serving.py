@@ -20,14 +20,9 @@ import msgspec
 
 from service.accuracy.serve_command import expert_parallel_of, flag
 from service.sizing.errors import SizingError
-from service.sizing.serving.deploy import Deployment, engine_limits, step_costs
+from service.sizing.serving.deploy import Deployment, replica_inputs
 from service.sizing.serving.efficiency import Engine, efficiency_for
-from service.sizing.serving.engines import (
-    async_scheduling,
-    eager_prefill,
-    kv_pool_tokens_for_engine,
-    limits_for_engine,
-)
+from service.sizing.serving.engines import async_scheduling
 from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
@@ -224,8 +219,13 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     )
     if run["engine"] == "vllm":
         config = for_release(config, (run["engine_version"] or "").lstrip("v") or None)
-    seqs = flag(command, "--max-num-seqs")
-    tokens = flag(command, "--max-num-batched-tokens")
+    # Each engine's own batch flags (vLLM's --max-num-seqs means nothing to the others).
+    if run["engine"] == "vllm":
+        seqs = flag(command, "--max-num-seqs")
+        tokens = flag(command, "--max-num-batched-tokens")
+    else:
+        seqs = flag(command, "--max-running-requests", "--max_batch_size")
+        tokens = flag(command, "--chunked-prefill-size", "--max_num_tokens")
     try:
         prediction = predict_vllm(model, gpu, config)
         if not prediction.starts:
@@ -239,30 +239,17 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
             expert_parallel=expert_parallel_of(run["engine"], command, run["tensor_parallel"]),
             max_num_seqs=int(seqs) if seqs else None,
             max_num_batched_tokens=int(tokens) if tokens else None,
+            # A run without a release scheduled as its command says (not as the current
+            # releases do, which is what a plan without one assumes).
+            async_scheduling=async_scheduling(
+                run["engine"],
+                run["engine_version"],
+                "--async-scheduling" in command and "--no-async-scheduling" not in command,
+            ),
         )
-        costs = step_costs(deployment, prediction)
-        limits = engine_limits(deployment, prediction)
+        costs, limits, _ = replica_inputs(deployment, prediction, run["engine"])
     except SizingError as exc:
         return f"{exc.field}: {exc.message}"
-    # Another engine runs its own batch limits (the serve command's flags are vLLM's).
-    pool = kv_pool_tokens_for_engine(run["engine"], prediction)
-    own_seqs = flag(command, "--max-running-requests", "--max_batch_size")
-    own_tokens = flag(command, "--chunked-prefill-size", "--max_num_tokens")
-    limits = limits_for_engine(
-        limits,
-        run["engine"],
-        int(own_seqs) if own_seqs else None,
-        int(own_tokens) if own_tokens else None,
-        kv_pool_tokens=pool,
-    )
-    overlap = async_scheduling(
-        run["engine"],
-        run["engine_version"],
-        "--async-scheduling" in command and "--no-async-scheduling" not in command,
-    )
-    costs = msgspec.structs.replace(
-        costs, async_scheduling=overlap, eager_prefill=eager_prefill(run["engine"])
-    )
     return Prepared(costs=costs, limits=limits, architecture=gpu.architecture)
 
 

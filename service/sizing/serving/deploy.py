@@ -126,6 +126,9 @@ class Deployment(msgspec.Struct, frozen=True, kw_only=True):
     release: str | None = None
     """The engine's release (\"0.11.0\"); None: the current ones (it decides whether vLLM
     schedules asynchronously by default)."""
+    async_scheduling: bool | None = None
+    """Whether the engine prepares the next step during this one, when the caller knows it
+    (a serve command's --async-scheduling); None: the engine's and the release's rule."""
 
 
 def routed_expert_params(model: ModelSpec) -> int:
@@ -249,7 +252,9 @@ def replica_inputs(
     engine's host overlap, no release named: the current ones, which schedule asynchronously,
     and whether it runs its prefill steps outside a CUDA graph),
     its batch limits and KV pool under the engine's own rules, and the efficiency factors."""
-    overlap = d.release is None or async_scheduling(engine, d.release)
+    overlap = d.async_scheduling
+    if overlap is None:
+        overlap = d.release is None or async_scheduling(engine, d.release)
     costs = msgspec.structs.replace(
         step_costs(d, p), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
     )
