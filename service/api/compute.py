@@ -15,6 +15,7 @@ from litestar.serialization import encode_json
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.api.cached_catalogue import CACHED_CATALOGUE, SNAPSHOT_ONLY, request_snapshot
+from service.api.encoded import EncodedJson
 from service.api.guards import open_unless_required
 from service.api.negotiation import CSV, JSON, MARKDOWN, SVG, also_served_as, wants
 from service.api.problems import problems
@@ -120,7 +121,7 @@ def plan_response(
             return Response(plan_svg(answer), media_type=SVG)
     else:
         wants(request)  # training answers are JSON only: else a 406
-    return Response(_JSON.encode(answer), media_type=JSON)
+    return EncodedJson(_JSON.encode(answer))
 
 
 _JSON = msgspec.json.Encoder()
@@ -159,7 +160,7 @@ async def _matrix(
                 answer = (await _computed_matrix(request, session, data)).content
                 encoded = encode_json(answer, request.route_handler.default_serializer)
                 _default_matrix[:] = [(snapshot, encoded)]
-            return Response(_default_matrix[0][1], media_type=JSON)
+            return EncodedJson(_default_matrix[0][1])
     return await _computed_matrix(request, session, data)
 
 

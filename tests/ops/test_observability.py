@@ -3,12 +3,18 @@
 import json
 import logging
 import re
+import uuid
 
 import pytest
 from litestar.testing import AsyncTestClient
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from service.observability import LATENCY_BUCKETS, RequestMetrics, configure_logging
+from service.observability import (
+    LATENCY_BUCKETS,
+    RequestMetrics,
+    configure_logging,
+    new_request_id,
+)
 from tests.conftest import new_key
 from tests.ops.support import PLAN_70B, metric
 
@@ -29,6 +35,17 @@ async def test_an_insane_request_id_is_replaced_by_a_fresh_one(
     second = await client.get("/healthz", headers={"X-Request-ID": incoming})
     assert HEX32.fullmatch(first.headers["x-request-id"])
     assert first.headers["x-request-id"] != second.headers["x-request-id"]
+
+
+def test_a_new_request_id_is_a_version_4_uuid_in_hex() -> None:
+    ids = [new_request_id() for _ in range(200)]
+    assert len(set(ids)) == 200
+    for request_id in ids:
+        assert HEX32.fullmatch(request_id)
+        parsed = uuid.UUID(hex=request_id)
+        # RFC 4122: version 4 in the 13th digit, the variant's bits 10 at the 17th.
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+        assert request_id[12] == "4" and request_id[16] in "89ab"
 
 
 async def test_every_problem_carries_the_request_id(client: Client) -> None:
