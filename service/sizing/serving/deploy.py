@@ -31,6 +31,7 @@ from service.sizing.serving.loop import (
 )
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
+from service.sizing.units import MiB
 from service.sizing.vllm.predict import EnginePrediction
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
@@ -258,7 +259,7 @@ def engine_memory(d: Deployment) -> EngineMemory:
     """What the engines' memory rules read of ``d``: nvidia-smi's total (the catalogue's
     driver-visible figure, else its memory), the split, the release and the engine flags."""
     return EngineMemory(
-        gpu_mib=(d.gpu.driver_visible_bytes or d.gpu.memory_bytes) / (1 << 20),
+        gpu_mib=(d.gpu.driver_visible_bytes or d.gpu.memory_bytes) / MiB,
         tensor_parallel=d.tensor_parallel,
         pipeline_parallel=d.pipeline_parallel,
         release=d.release,

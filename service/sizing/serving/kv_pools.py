@@ -27,8 +27,6 @@ from service.sizing.units import GiB
 from service.sizing.vllm.predict import EnginePrediction
 from service.sizing.vllm.releases import release_of
 
-MiB = 1 << 20
-
 TRTLLM_FREE_MEMORY_FRACTION = 0.9
 """trtllm-serve's --kv_cache_free_gpu_memory_fraction default: the KV cache takes 0.9 of the
 memory left free once the weights are loaded and a warm-up step has run (its KvCacheConfig's
