@@ -14,6 +14,13 @@ def flag(command: str, *names: str) -> str | None:
     return None
 
 
+def option(command: str, name: str) -> str | None:
+    """The word ``--name`` is given (``--name word`` or ``--name=word``), or None; a shell
+    variable reads as unset."""
+    found = re.search(rf"{re.escape(name)}[ =]+([A-Za-z0-9_.-]+)", command)
+    return found.group(1) if found else None
+
+
 def expert_parallel_of(engine: str, command: str, tensor_parallel: int) -> int:
     """The expert-parallel size a serve command sets (1: none, each engine's default), read as
     the engines read their flags:

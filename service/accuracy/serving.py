@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from service.accuracy.serve_command import expert_parallel_of, flag
+from service.accuracy.serve_command import expert_parallel_of, flag, option
 from service.sizing.errors import SizingError
-from service.sizing.serving.deploy import Deployment, replica_inputs
+from service.sizing.serving.deploy import Deployment, replica_failure, replica_inputs
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.engines import async_scheduling
 from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
@@ -203,9 +203,11 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
     model = cat.model(MODEL_SLUGS[run["model"]])
     command = run["serve_command"]
     mml = flag(command, "--max-model-len", "--max_seq_len")
-    # SGLang's --mem-fraction-static is the share of the GPU for weights and KV pool, as
-    # vLLM's utilisation is (the KV pool stays the vLLM method's for every engine).
-    util = flag(command, "--gpu-memory-utilization", "--mem-fraction-static")
+    # vLLM's utilisation; SGLang's --mem-fraction-static and trtllm-serve's free-memory
+    # fraction go to their own memory rules (Deployment.memory_fraction).
+    util = flag(command, "--gpu-memory-utilization") if run["engine"] == "vllm" else None
+    fraction = flag(command, "--mem-fraction-static", "--kv_cache_free_gpu_memory_fraction")
+    graphs = flag(command, "--cuda-graph-max-bs")
     if mml is None and run["engine"] != "vllm":
         mml = str(NON_VLLM_CHECKED_LEN)
     config = EngineConfig(
@@ -228,8 +230,6 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
         tokens = flag(command, "--chunked-prefill-size", "--max_num_tokens")
     try:
         prediction = predict_vllm(model, gpu, config)
-        if not prediction.starts:
-            return f"the vLLM method predicts no KV pool: {prediction.failure}"
         deployment = Deployment(
             model=model,
             gpu=gpu,
@@ -239,6 +239,10 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
             expert_parallel=expert_parallel_of(run["engine"], command, run["tensor_parallel"]),
             max_num_seqs=int(seqs) if seqs else None,
             max_num_batched_tokens=int(tokens) if tokens else None,
+            release=run["engine_version"],
+            memory_fraction=float(fraction) if fraction and run["engine"] != "vllm" else None,
+            cuda_graph_max_bs=int(graphs) if graphs else None,
+            attention_backend=option(command, "--attention-backend"),
             # A run without a release scheduled as its command says (not as the current
             # releases do, which is what a plan without one assumes).
             async_scheduling=async_scheduling(
@@ -247,6 +251,9 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
                 "--async-scheduling" in command and "--no-async-scheduling" not in command,
             ),
         )
+        failure = replica_failure(deployment, prediction, run["engine"])
+        if failure:
+            return f"no KV pool: {failure}"
         costs, limits, _ = replica_inputs(deployment, prediction, run["engine"])
     except SizingError as exc:
         return f"{exc.field}: {exc.message}"

@@ -1,7 +1,7 @@
 """One replica of a deployment as the serving model sees it, and traffic planned over GPUs and
-tensor-parallel sizes: the vLLM method's prediction (weights, KV pool, release defaults) turned
-into step costs, engine limits and efficiency factors. Shared by POST /speed, the ``traffic``
-of /plan and /matrix, the chat commands and the CLI."""
+tensor-parallel sizes: the vLLM method's prediction (weights, memory terms, release defaults)
+turned into step costs, the engine's limits and KV pool, and efficiency factors. Shared by
+POST /speed, the ``traffic`` of /plan and /matrix, the chat commands and the CLI."""
 
 from collections.abc import Mapping, Sequence
 
@@ -14,7 +14,7 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.parallel import default_splits, tensor_parallel_problem
 from service.sizing.serving.curve import Curve
-from service.sizing.serving.deploy import Deployment, replica_inputs
+from service.sizing.serving.deploy import Deployment, replica_failure, replica_inputs
 from service.sizing.serving.efficiency import Engine
 from service.sizing.serving.traffic import (
     Candidate,
@@ -48,14 +48,12 @@ def replica_of(
     utilisation: float | None,
     engine: Engine,
     expert_parallel: int = 1,
-) -> tuple[EnginePrediction, ReplicaModel | None]:
-    """The vLLM method's prediction for the replica and, when the engine starts, its serving
-    model (a SizingError names a field: a format the method does not load, an unknown
-    architecture)."""
+) -> tuple[EnginePrediction, ReplicaModel | str]:
+    """The vLLM method's prediction for the replica and, when the engine starts (its own KV
+    pool rule: ``kv_pools``), its serving model, else why not (a SizingError names a field: a
+    format the method does not load, an unknown architecture)."""
     config = engine_config(options, tensor_parallel, context_tokens, utilisation, weights, kv)
     p = predict_vllm(model, gpu, config)
-    if not p.starts:
-        return p, None
     d = Deployment(
         model=model,
         gpu=gpu,
@@ -65,8 +63,12 @@ def replica_of(
         expert_parallel=expert_parallel,
         max_num_seqs=options.max_num_seqs,
         max_num_batched_tokens=options.max_num_batched_tokens,
-        release=options.vllm_version,
+        # vllm_version is vLLM's release; another engine's rules take their current ones.
+        release=options.vllm_version if engine == "vllm" else None,
     )
+    failure = replica_failure(d, p, engine)
+    if failure is not None:
+        return p, failure
     costs, limits, eff = replica_inputs(d, p, engine)
     return p, ReplicaModel(costs=costs, efficiency=eff, limits=limits)
 
@@ -143,7 +145,7 @@ def replica_curves(
 
     def curve_for(c: Candidate, t: Traffic) -> Curve:
         try:
-            p, replica = replica_of(
+            _, replica = replica_of(
                 model,
                 by_slug[c.gpu],
                 weights,
@@ -158,12 +160,12 @@ def replica_curves(
             raise NotServable(
                 Shortfall(code="unsupported", field=exc.field, message=f"{c.label}: {exc}")
             ) from None
-        if replica is None:
+        if isinstance(replica, str):
             raise NotServable(
                 Shortfall(
                     code="does_not_start",
                     field="tensor_parallel",
-                    message=f"{c.label}: the engine does not start ({p.failure})",
+                    message=f"{c.label}: the engine does not start ({replica})",
                 )
             )
         return open_loop_for(msgspec.structs.replace(c, replica=replica), t)

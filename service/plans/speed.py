@@ -25,7 +25,7 @@ DEFAULT_MAX_MODEL_LEN = 8192
 the request's prompt plus answer when longer, and at most the model's own maximum context."""
 SWEEP_NOTE = (
     "Steady state of the serving model (service/sizing/serving): continuous batching with "
-    "chunked prefill, the vLLM method's KV pool; no prefix caching, speculative decoding or "
+    "chunked prefill, the engine's own KV pool rule; no prefix caching, speculative decoding or "
     "disaggregated prefill. Per replica unless the name says per GPU."
 )
 
@@ -81,10 +81,10 @@ def answer_speed(
         expert_parallel=request.expert_parallel,
     )
     gpus = tp * request.pipeline_parallel
-    if replica is None:
+    if isinstance(replica, str):
         raise SizingError(
             "tensor_parallel",
-            f"the engine does not start on {gpus} x {gpu.slug}: {p.failure}; give a replica "
+            f"the engine does not start on {gpus} x {gpu.slug}: {replica}; give a replica "
             "more GPUs, a larger GPU or a shorter max_model_len",
         )
     rows = []
@@ -107,7 +107,8 @@ def answer_speed(
             if exc.field == "kv_pool_tokens":
                 raise SizingError(
                     "input_tokens",
-                    f"the KV pool ({p.kv_cache_tokens:,} tokens) cannot hold one request of "
+                    f"the KV pool ({replica.limits.kv_pool_tokens:,} tokens) cannot hold one "
+                    f"request of "
                     f"{request.input_tokens + request.output_tokens:,} tokens",
                 ) from None
             raise

@@ -169,3 +169,19 @@ async def test_expert_parallelism_is_a_deployment_option_of_an_moe(client: Clien
     response = await client.post("/speed", json={**BODY, **body, "expert_parallel": 3})
     assert response.status_code == 422, response.text
     assert "expert_parallel" in [e["field"] for e in response.json()["errors"]]
+
+
+async def test_sglang_and_tensorrt_llm_size_their_own_kv_pool(client: Client) -> None:
+    # gpt-oss-120b's MXFP4 weights (64.3 GiB) on one H100: vLLM 0.11's 0.9 x 79.2 GiB less them
+    # and its 7.4 GiB sampler peak leaves nothing; SGLang's mem_fraction_static and TensorRT-
+    # LLM's 0.9 of the free memory leave a pool (service/sizing/serving/kv_pools.py).
+    body = {
+        "model": "gpt-oss-120b",
+        "weight_format": "mxfp4",
+        "vllm_version": "0.11.0",
+        "concurrencies": [1],
+    }
+    response = await client.post("/speed", json={**BODY, **body})
+    assert response.status_code == 422, response.text
+    for engine in ("sglang", "tensorrt-llm"):
+        assert (await speed(client, **body, engine=engine))["rows"][0]["tpot_s"] > 0

@@ -4,5 +4,5 @@
 ``loop`` turns step times into a closed loop of N clients, a benchmark of P prompts, or an open
 loop at R requests/s; ``efficiency`` holds the achieved fractions of peak and the per-step
 overhead, per GPU generation and engine; ``deploy`` builds a step's costs from catalogue specs
-and the vLLM method's KV pool.
+and the vLLM method's memory terms, and ``kv_pools`` each engine's KV pool under its own rule.
 """

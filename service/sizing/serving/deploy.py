@@ -1,7 +1,8 @@
 """A deployment -> the step costs and engine limits the loop needs.
 
-The weights and the KV pool are the vLLM method's (``predict_vllm``): the weights a rank holds,
-its KV cache's bytes and tokens, the release's max_num_seqs and max_num_batched_tokens. The
+The weights are the vLLM method's (``predict_vllm``): the weights a rank holds, its KV cache's
+bytes per token, the release's max_num_seqs and max_num_batched_tokens; the KV pool is the
+engine's own rule on those terms (``kv_pools``). The
 routed experts' share of those weights is their parameter count (E x 3 x hidden x expert FFN x
 MoE layers: gate, up and down projections) at the format's bytes per parameter.
 """
@@ -13,11 +14,12 @@ from service.sizing.hardware import GpuSpec
 from service.sizing.kv import STATE_VALUE_BYTES, linear_state_values
 from service.sizing.models import ModelSpec
 from service.sizing.serving.efficiency import Efficiency, Engine, efficiency_for
-from service.sizing.serving.engines import (
-    async_scheduling,
-    eager_prefill,
+from service.sizing.serving.engines import async_scheduling, eager_prefill, limits_for_engine
+from service.sizing.serving.kv_pools import (
+    EngineMemory,
+    engine_failure,
+    kv_bytes_per_token,
     kv_pool_tokens_for_engine,
-    limits_for_engine,
 )
 from service.sizing.serving.loop import (
     EngineLimits,
@@ -29,6 +31,7 @@ from service.sizing.serving.loop import (
 )
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
+from service.sizing.units import MiB
 from service.sizing.vllm.predict import EnginePrediction
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
@@ -124,11 +127,19 @@ class Deployment(msgspec.Struct, frozen=True, kw_only=True):
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     release: str | None = None
-    """The engine's release (\"0.11.0\"); None: the current ones (it decides whether vLLM
-    schedules asynchronously by default)."""
+    """The engine's release (vLLM's \"0.11.0\", SGLang's \"v0.5.3rc0\"); None: the current ones
+    (it decides whether vLLM schedules asynchronously by default and SGLang's default memory
+    fraction)."""
     async_scheduling: bool | None = None
     """Whether the engine prepares the next step during this one, when the caller knows it
     (a serve command's --async-scheduling); None: the engine's and the release's rule."""
+    memory_fraction: float | None = None
+    """SGLang's --mem-fraction-static or trtllm-serve's --kv_cache_free_gpu_memory_fraction;
+    None: the engine's default (``kv_pools``). vLLM's utilisation is the vLLM method's."""
+    cuda_graph_max_bs: int | None = None
+    """SGLang's --cuda-graph-max-bs, which its default memory fraction reserves for."""
+    attention_backend: str | None = None
+    """SGLang's --attention-backend (aiter takes 0.85 of the fraction at a long context)."""
 
 
 def routed_expert_params(model: ModelSpec) -> int:
@@ -202,7 +213,6 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
     head_dim = m.resolved_head_dim
     attention = 4 * m.attention_heads * head_dim * attention_layers * stage_share / t
     link = d.gpu.nvlink or d.gpu.host_link
-    tokens = max(p.kv_cache_tokens, 1)
     return StepCosts(
         tensor_parallel=t,
         pipeline_parallel=d.pipeline_parallel,
@@ -222,7 +232,7 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         / t
         * stage_share,
         attention_flops_per_context_token=attention,
-        kv_bytes_per_token=p.per_gpu.kv_cache_bytes / tokens,
+        kv_bytes_per_token=kv_bytes_per_token(p),
         window_kv_share=window_kv_share(m),
         window_tokens=m.sliding_window_tokens,
         linear_kv_share=linear_kv_share(m),
@@ -245,6 +255,27 @@ def engine_limits(d: Deployment, p: EnginePrediction) -> EngineLimits:
     )
 
 
+def engine_memory(d: Deployment) -> EngineMemory:
+    """What the engines' memory rules read of ``d``: nvidia-smi's total (the catalogue's
+    driver-visible figure, else its memory), the split, the release and the engine flags."""
+    return EngineMemory(
+        gpu_mib=(d.gpu.driver_visible_bytes or d.gpu.memory_bytes) / MiB,
+        tensor_parallel=d.tensor_parallel,
+        pipeline_parallel=d.pipeline_parallel,
+        release=d.release,
+        fraction=d.memory_fraction,
+        chunked_prefill_size=d.max_num_batched_tokens,
+        cuda_graph_max_bs=d.cuda_graph_max_bs,
+        attention_backend=d.attention_backend,
+        context_tokens=d.model.max_context_tokens,
+    )
+
+
+def replica_failure(d: Deployment, p: EnginePrediction, engine: Engine) -> str | None:
+    """Why the replica does not start under ``engine`` (``kv_pools.engine_failure``), or None."""
+    return engine_failure(engine, p, engine_memory(d))
+
+
 def replica_inputs(
     d: Deployment, p: EnginePrediction, engine: Engine
 ) -> tuple[StepCosts, EngineLimits, Efficiency]:
@@ -263,7 +294,7 @@ def replica_inputs(
         engine,
         d.max_num_seqs,
         d.max_num_batched_tokens,
-        kv_pool_tokens_for_engine(engine, p),
+        kv_pool_tokens_for_engine(engine, p, engine_memory(d)),
     )
     return costs, limits, efficiency_for(d.gpu.architecture, engine)
 
@@ -274,7 +305,8 @@ def predict_serving(
     """The serving figures of deployment ``d`` (``p``: the vLLM method's prediction for it) under
     workload ``w``: an open loop when it gives a request rate, a finite benchmark when it gives
     a number of prompts, else the closed loop's steady state."""
-    require(p.starts, "deployment", p.failure or "the engine does not start")
+    failure = replica_failure(d, p, engine)
+    require(failure is None, "deployment", failure or "")
     costs, limits, eff = replica_inputs(d, p, engine)
     if w.request_rate_per_s is not None:
         return open_loop(costs, eff, limits, w)

@@ -6,37 +6,18 @@ apply: (max running sequences, tokens per step).
   above, B200 and MI300X, changed no calibration figure, docs/serving.md);
 - trtllm-serve: --max_batch_size 2048, --max_num_tokens 8192 (its CLI defaults).
 
-The KV pool is the vLLM method's for every engine. The accuracy harness and the /speed and
+The KV pool is each engine's own (``kv_pools``). The accuracy harness and the /speed and
 traffic answers read these figures from here.
 """
 
 from service.sizing.serving.efficiency import Engine
 from service.sizing.serving.loop import EngineLimits
-from service.sizing.vllm.predict import EnginePrediction
 from service.sizing.vllm.releases import release_of
 
 ENGINE_DEFAULT_LIMITS: dict[Engine, tuple[int, int]] = {
     "sglang": (4096, 8192),
     "tensorrt-llm": (2048, 8192),
 }
-
-
-TRTLLM_FREE_MEMORY_FRACTION = 0.9
-"""trtllm-serve's --kv_cache_free_gpu_memory_fraction default: the KV cache takes 0.9 of the
-memory left free once the weights are loaded and a warm-up step has run (its KvCacheConfig's
-free_gpu_memory_fraction), where vLLM takes 0.9 of the whole GPU and then subtracts them."""
-
-
-def kv_pool_tokens_for_engine(engine: Engine, p: EnginePrediction) -> int:
-    """The KV pool's tokens under the engine's own memory rule: vLLM's (the vLLM method's) for
-    vLLM and SGLang (whose static fraction of the GPU is close to vLLM's 0.9), TensorRT-LLM's
-    0.9 of the free memory for TensorRT-LLM, at the vLLM method's bytes per token."""
-    if engine != "tensorrt-llm" or p.kv_cache_tokens <= 0:
-        return p.kv_cache_tokens
-    g = p.per_gpu
-    free = g.total_bytes - g.weights_bytes - g.activation_bytes - g.non_torch_bytes
-    per_token = g.kv_cache_bytes / p.kv_cache_tokens
-    return max(p.kv_cache_tokens, int(TRTLLM_FREE_MEMORY_FRACTION * free / per_token))
 
 
 def limits_for_engine(
@@ -48,14 +29,14 @@ def limits_for_engine(
 ) -> EngineLimits:
     """vLLM's limits (``deploy.engine_limits``) for vLLM; another engine's defaults for the
     others, unless the request names them; ``kv_pool_tokens``: the engine's own pool
-    (``kv_pool_tokens_for_engine``), else vLLM's."""
+    (``kv_pools.kv_pool_tokens_for_engine``), else vLLM's."""
     if engine not in ENGINE_DEFAULT_LIMITS:
         return limits
     seqs, tokens = ENGINE_DEFAULT_LIMITS[engine]
     return EngineLimits(
         max_num_seqs=max_num_seqs or seqs,
         max_num_batched_tokens=max_num_batched_tokens or tokens,
-        kv_pool_tokens=kv_pool_tokens or limits.kv_pool_tokens,
+        kv_pool_tokens=limits.kv_pool_tokens if kv_pool_tokens is None else kv_pool_tokens,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.__main__ import main
+from service.accuracy.serve_command import option
 from service.accuracy.serving import figures, load_runs, prepare, report, workload_of
 
 HELD_OUT_FIGURES = (
@@ -17,11 +18,13 @@ HELD_OUT_FIGURES = (
     "(step-by-step benchmark simulation; prefill activation traffic, host/GPU overlap per "
     "engine, served-GEMM scales per generation; 4 us a kernel, 40 us a running sequence on the "
     "host, 60 us a kernel launched in SGLang's and TensorRT-LLM's eager prefill steps, dense FP8 "
-    "GEMMs at 1.3x the BF16 rate): 40 runs predicted (5 skipped), median |error| output tok/s "
-    "13%, mean TPOT 14%; both within 25%: 50% (steady runs 74%, 1,000-prompt bursts 18%); of "
-    "them, the 17 collected on 2026-12-02 from pages never seen before: 8%, 15%, 59%. "
-    "Calibration half: 79 runs, 14%, 16%, 63% (without the eager prefill and the dense FP8 "
-    "scale: held out 13%, 15%, 52%; calibration 14%, 16%, 61%). Before this model (160 us a "
+    "GEMMs at 1.3x the BF16 rate, each engine's own KV pool rule): 40 runs predicted (5 "
+    "skipped), median |error| output tok/s 13%, mean TPOT 12%; both within 25%: 55%; of them, "
+    "the 17 collected on 2026-12-02 from pages never seen before: 8%, 15%, 59%. Calibration "
+    "half: 83 runs, 14%, 17%, 61% (with the vLLM method's pool for SGLang: held out 13%, 14%, "
+    "50%, steady runs 74%, 1,000-prompt bursts 18%; calibration 79 runs, 14%, 16%, 63%; without "
+    "the eager prefill and the dense FP8 scale: held out 13%, 15%, 52%; calibration 14%, 16%, "
+    "61%). Before this model (160 us a "
     "running sequence): 23 held-out runs, 21%, 9%, 48%; before the step simulation: 18 runs, "
     "51%, 71%, 11%"
 )
@@ -159,3 +162,23 @@ def test_a_runs_expert_parallelism_is_read_from_its_serve_command() -> None:
     ):
         ready = prepare(runs[run_id])
         assert not isinstance(ready, str) and ready.costs.expert_parallel == 1
+
+
+def test_sglang_runs_take_sglangs_own_kv_pool() -> None:
+    # gpt-oss-120b on one H100 in SGLang 0.5.3rc0, no --mem-fraction-static: PR #7054's
+    # default, (81,559 - 10,240) / 81,559 -> 0.874, of the harness's total (nvidia-smi's
+    # 85,520,809,984 B) less vLLM 0.11's 139,586,437 B outside torch, less the method's
+    # 69,061,110,400 B of MXFP4 weights: 0.874 x 85,381,223,547 - 69,061,110,400 =
+    # 5,562,078,980 B, over 73,728 B a token = 75,440 tokens. vLLM itself has no pool there.
+    runs = {r["id"]: r for r in load_runs()}
+    sglang = prepare(runs["gpustack-gpt-oss-120b-h100-sglang-gpt-oss-120b-tp1-burst1000"])
+    assert not isinstance(sglang, str) and sglang.limits.kv_pool_tokens == 75_440
+    vllm = prepare(runs["gpustack-gpt-oss-120b-h100-vllm-gpt-oss-120b-tp1-burst1000"])
+    assert isinstance(vllm, str) and vllm.startswith("no KV pool: No available memory")
+
+
+def test_a_serve_commands_words_are_read_as_the_engine_reads_them() -> None:
+    command = "python3 -m sglang.launch_server --attention-backend aiter --tp $TP"
+    assert option(command, "--attention-backend") == "aiter"
+    assert option(command, "--tp") is None  # a shell variable: unset
+    assert option("--attention-backend=fa3", "--attention-backend") == "fa3"

@@ -11,11 +11,9 @@ from service.sizing.serving.deploy import (
     window_kv_share,
 )
 from service.sizing.serving.efficiency import Efficiency
-from service.sizing.serving.engines import async_scheduling, kv_pool_tokens_for_engine
+from service.sizing.serving.engines import async_scheduling
 from service.sizing.serving.simulate import POLICIES, Policy, lengths, simulate
 from service.sizing.serving.step import StepCosts, step_time
-from service.sizing.vllm.config import EngineConfig
-from service.sizing.vllm.predict import predict_vllm
 
 UNIT = StepCosts(
     tensor_parallel=1,
@@ -149,21 +147,6 @@ def test_vllm_schedules_asynchronously_from_014_or_when_told() -> None:
     assert async_scheduling("vllm", "0.11.0", flag=True)
     assert async_scheduling("sglang", None)
     assert async_scheduling("tensorrt-llm", "1.0.0")
-
-
-def test_tensorrt_llm_takes_nine_tenths_of_the_free_memory() -> None:
-    cat = local_catalogue()
-    p = predict_vllm(cat.model("qwen3-32b"), cat.gpu("a100-80gb"), EngineConfig(max_model_len=4096))
-    g = p.per_gpu
-    # vLLM: 0.9 x total - weights - activations - non-torch (the method's pool); trtllm-serve:
-    # 0.9 x (total - weights - activations - non-torch), i.e. 0.1 x (weights + activations +
-    # non-torch) more, at the same bytes per token.
-    free = g.total_bytes - g.weights_bytes - g.activation_bytes - g.non_torch_bytes
-    want = int(0.9 * free / (g.kv_cache_bytes / p.kv_cache_tokens))
-    assert kv_pool_tokens_for_engine("tensorrt-llm", p) == want
-    assert want > 1.5 * p.kv_cache_tokens  # 65 GB of BF16 weights on an 80 GB GPU
-    assert kv_pool_tokens_for_engine("vllm", p) == p.kv_cache_tokens
-    assert kv_pool_tokens_for_engine("sglang", p) == p.kv_cache_tokens
 
 
 def test_a_preempted_request_finds_its_blocks_in_the_prefix_cache() -> None:
