@@ -38,5 +38,6 @@ bench: install
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/middleware.py
 	$(BIN)/python bench/matrix_load.py
+	$(BIN)/python bench/instructions.py
 	$(BIN)/python bench/startup_log.py
 	$(BIN)/python bench/traffic.py
