@@ -300,9 +300,28 @@ def engine_memory(d: Deployment) -> EngineMemory:
     )
 
 
+def mxfp4_failure(d: Deployment, engine: Engine) -> str | None:
+    """Why ``engine`` has no kernel for ``d``'s MXFP4 experts, or None. TensorRT-LLM's MXFP4
+    MoE methods are its CUTLASS ``WFP4A16FusedMoEMethod``, which raises on any SM but 90
+    (``_torch/modules/fused_moe/quantization.py``: "WFP4A16 MoE is unsupported on SM80", the
+    error GPUStack's A100 gpt-oss page prints), and TRTLLM-gen's, Blackwell's: it serves them
+    on Hopper and on FP4-capable GPUs only."""
+    if engine != "tensorrt-llm" or d.weight_format != "mxfp4" or not d.model.is_moe:
+        return None
+    if d.gpu.is_hopper or d.gpu.fp4:
+        return None
+    cc = d.gpu.compute_capability
+    where = f"SM{cc[0]}{cc[1]}" if cc else d.gpu.architecture or "this GPU"
+    return (
+        f"TensorRT-LLM has no MXFP4 MoE kernel on {where}: its W4A16 MXFP4 method runs on "
+        "SM90 only, its TRTLLM-gen ones on Blackwell"
+    )
+
+
 def replica_failure(d: Deployment, p: EnginePrediction, engine: Engine) -> str | None:
-    """Why the replica does not start under ``engine`` (``kv_pools.engine_failure``), or None."""
-    return engine_failure(engine, p, engine_memory(d))
+    """Why the replica does not start under ``engine``: no kernel for its MXFP4 experts
+    (``mxfp4_failure``) or no KV pool (``kv_pools.engine_failure``); None if it starts."""
+    return mxfp4_failure(d, engine) or engine_failure(engine, p, engine_memory(d))
 
 
 def replica_inputs(

@@ -9,6 +9,7 @@ from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
 from service.sizing.serving.deploy import (
     Deployment,
+    mxfp4_failure,
     mxfp4_fp8_experts,
     peak_flops_per_s,
     predict_serving,
@@ -97,3 +98,22 @@ def test_mxfp4_experts_run_at_the_fp8_rate_only_where_the_engine_feeds_them_mxfp
     assert costs(b200, "sglang") == (True, 4500e12, 2250e12)
     assert costs(b200, "vllm") == (False, 2250e12, 0.0)
     assert costs(h100, "sglang") == (False, 989e12, 0.0)
+
+
+def test_tensorrt_llm_serves_mxfp4_experts_on_hopper_and_blackwell_only() -> None:
+    # TensorRT-LLM's WFP4A16FusedMoEMethod raises on any SM but 90 ("WFP4A16 MoE is
+    # unsupported on SM80", as GPUStack's A100 gpt-oss page shows); Blackwell has TRTLLM-gen's
+    # methods. vLLM (Marlin) and SGLang (triton_kernels) serve MXFP4 on an A100.
+    cat = local_catalogue()
+    model = cat.model("gpt-oss-120b")
+
+    def failure(slug: str, engine: Engine) -> str | None:
+        d = Deployment(model=model, gpu=cat.gpu(slug), weight_format="mxfp4")
+        return mxfp4_failure(d, engine)
+
+    a100 = failure("a100-80gb", "tensorrt-llm")
+    assert a100 is not None and "SM80" in a100
+    assert failure("h100-sxm", "tensorrt-llm") is None
+    assert failure("b200", "tensorrt-llm") is None
+    assert failure("a100-80gb", "vllm") is None
+    assert failure("a100-80gb", "sglang") is None
