@@ -180,7 +180,7 @@ def state_bytes_per_sequence(m: ModelSpec, tensor_parallel: int, pipeline_parall
 
 def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
     """Whether the GEMMs run on FP8 tensor cores: FP8 checkpoints where the GPU has them;
-    MXFP4 on FP4-capable GPUs (Blackwell), which dequantise to FP8."""
+    MXFP4 experts on FP4-capable GPUs (Blackwell: FP4 x MXFP8, ``mxfp4_fp8_experts``)."""
     fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
     return (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0
 
@@ -209,9 +209,10 @@ def mxfp4_fp8_experts(gpu: GpuSpec, engine: Engine) -> bool:
 
 
 def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
-    """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 runs FP8 GEMMs
-    on FP4-capable GPUs (Blackwell) and BF16 ones elsewhere (Hopper dequantises in the kernel,
-    vLLM's Marlin/Triton MXFP4 MoE); everything else is BF16."""
+    """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 experts run at
+    FP8's peak on FP4-capable GPUs (Blackwell; the dense layers at BF16's, and at BF16's too
+    where the engine feeds the experts BF16: ``mxfp4_fp8_experts``) and BF16's elsewhere (the
+    kernels convert the 4-bit weights to BF16 in their main loop); everything else is BF16."""
     if runs_fp8(gpu, weight_format):
         return gpu.fp8_dense_flops_per_s
     require(gpu.bf16_dense_flops_per_s > 0, "gpu.bf16_dense_flops_per_s", "unknown for this GPU")
