@@ -20,7 +20,12 @@ import msgspec
 
 from service.accuracy.serve_command import expert_parallel_of, flag, option
 from service.sizing.errors import SizingError
-from service.sizing.serving.deploy import Deployment, replica_failure, replica_inputs
+from service.sizing.serving.deploy import (
+    Deployment,
+    mxfp4_failure,
+    replica_failure,
+    replica_inputs,
+)
 from service.sizing.serving.efficiency import Engine, efficiency_for
 from service.sizing.serving.engines import async_scheduling
 from service.sizing.serving.loop import EngineLimits, LengthDistribution, Workload, benchmark
@@ -251,6 +256,9 @@ def prepare(run: dict[str, Any]) -> Prepared | str:
                 "--async-scheduling" in command and "--no-async-scheduling" not in command,
             ),
         )
+        kernel = mxfp4_failure(deployment, run["engine"])
+        if kernel:
+            return f"no kernel: {kernel}"
         failure = replica_failure(deployment, prediction, run["engine"])
         if failure:
             return f"no KV pool: {failure}"

@@ -180,15 +180,39 @@ def state_bytes_per_sequence(m: ModelSpec, tensor_parallel: int, pipeline_parall
 
 def runs_fp8(gpu: GpuSpec, weight_format: str) -> bool:
     """Whether the GEMMs run on FP8 tensor cores: FP8 checkpoints where the GPU has them;
-    MXFP4 on FP4-capable GPUs (Blackwell), which dequantise to FP8."""
+    MXFP4 experts on FP4-capable GPUs (Blackwell: FP4 x MXFP8, ``mxfp4_fp8_experts``)."""
     fp8 = gpu.fp8_dense_flops_per_s if gpu.fp8 else 0.0
     return (weight_format == "fp8" or (weight_format == "mxfp4" and gpu.fp4)) and fp8 > 0
 
 
+def mxfp4_fp8_experts(gpu: GpuSpec, engine: Engine) -> bool:
+    """Whether ``engine`` runs an MXFP4 checkpoint's routed experts at the FP8 rate on ``gpu``.
+
+    Only the experts are 4-bit (gpt-oss's ``modules_to_not_convert``; SGLang's and vLLM's
+    ``Mxfp4Config.get_quant_method`` give linear layers no MXFP4 method): attention, router
+    and head run BF16 GEMMs on every GPU. The experts' kernel, by the catalogue's ``fp4``:
+    - without FP4 tensor cores (A100, H100) every engine reads the weights as 4 bits and
+      multiplies at the BF16 rate (vLLM's Marlin W4A16 on sm80 and OpenAI's Triton
+      ``matmul_ogs`` on sm90, ``mxfp4.py``'s ``get_mxfp4_backend``; SGLang's ``triton_kernel``
+      backend, ``server_args.py``; TensorRT-LLM's CUTLASS ``WFP4A16FusedMoEMethod``, sm90
+      only, ``_torch/modules/fused_moe/quantization.py``): the BF16 peak;
+    - with them, SGLang's ``flashinfer_mxfp4`` backend (its default on Blackwell) quantises the
+      activations to MXFP8 first (``mxfp8_quantize`` before ``trtllm_fp4_block_scale_moe``,
+      ``mxfp4_moe_precision`` "default"): FP4 x FP8 runs at the FP8 rate. vLLM's default
+      Blackwell backend is FlashInfer's BF16 x MXFP4 (``SM100_FI_MXFP4_BF16``; MXFP8 only
+      with ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``): the BF16 rate. TensorRT-LLM and the
+      FP4-capable AMD GPUs are taken at the FP8 rate (not re-read)."""
+    if not gpu.fp4:
+        return False
+    cuda = gpu.compute_capability is not None
+    return not (engine == "vllm" and cuda)
+
+
 def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
-    """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 runs FP8 GEMMs
-    on FP4-capable GPUs (Blackwell) and BF16 ones elsewhere (Hopper dequantises in the kernel,
-    vLLM's Marlin/Triton MXFP4 MoE); everything else is BF16."""
+    """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; MXFP4 experts run at
+    FP8's peak on FP4-capable GPUs (Blackwell; the dense layers at BF16's, and at BF16's too
+    where the engine feeds the experts BF16: ``mxfp4_fp8_experts``) and BF16's elsewhere (the
+    kernels convert the 4-bit weights to BF16 in their main loop); everything else is BF16."""
     if runs_fp8(gpu, weight_format):
         return gpu.fp8_dense_flops_per_s
     require(gpu.bf16_dense_flops_per_s > 0, "gpu.bf16_dense_flops_per_s", "unknown for this GPU")
@@ -239,6 +263,12 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         state_bytes_per_sequence=state_bytes_per_sequence(m, t, d.pipeline_parallel),
         peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
         fp8_gemms=runs_fp8(d.gpu, d.weight_format),
+        # MXFP4 quantises the experts only (``mxfp4_fp8_experts``): the rest runs BF16.
+        bf16_dense_flops_per_s=(
+            d.gpu.bf16_dense_flops_per_s
+            if d.weight_format == "mxfp4" and runs_fp8(d.gpu, d.weight_format)
+            else 0.0
+        ),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),
@@ -271,9 +301,28 @@ def engine_memory(d: Deployment) -> EngineMemory:
     )
 
 
+def mxfp4_failure(d: Deployment, engine: Engine) -> str | None:
+    """Why ``engine`` has no kernel for ``d``'s MXFP4 experts, or None. TensorRT-LLM's MXFP4
+    MoE methods are its CUTLASS ``WFP4A16FusedMoEMethod``, which raises on any SM but 90
+    (``_torch/modules/fused_moe/quantization.py``: "WFP4A16 MoE is unsupported on SM80", the
+    error GPUStack's A100 gpt-oss page prints), and TRTLLM-gen's, Blackwell's: it serves them
+    on Hopper and on FP4-capable GPUs only."""
+    if engine != "tensorrt-llm" or d.weight_format != "mxfp4" or not d.model.is_moe:
+        return None
+    if d.gpu.is_hopper or d.gpu.fp4:
+        return None
+    cc = d.gpu.compute_capability
+    where = f"SM{cc[0]}{cc[1]}" if cc else d.gpu.architecture or "this GPU"
+    return (
+        f"TensorRT-LLM has no MXFP4 MoE kernel on {where}: its W4A16 MXFP4 method runs on "
+        "SM90 only, its TRTLLM-gen ones on Blackwell"
+    )
+
+
 def replica_failure(d: Deployment, p: EnginePrediction, engine: Engine) -> str | None:
-    """Why the replica does not start under ``engine`` (``kv_pools.engine_failure``), or None."""
-    return engine_failure(engine, p, engine_memory(d))
+    """Why the replica does not start under ``engine``: no kernel for its MXFP4 experts
+    (``mxfp4_failure``) or no KV pool (``kv_pools.engine_failure``); None if it starts."""
+    return mxfp4_failure(d, engine) or engine_failure(engine, p, engine_memory(d))
 
 
 def replica_inputs(
@@ -289,6 +338,14 @@ def replica_inputs(
     costs = msgspec.structs.replace(
         step_costs(d, p), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
     )
+    if costs.bf16_dense_flops_per_s and not mxfp4_fp8_experts(d.gpu, engine):
+        # The engine feeds the MXFP4 experts BF16 activations: every GEMM at the BF16 rate.
+        costs = msgspec.structs.replace(
+            costs,
+            fp8_gemms=False,
+            peak_flops_per_s=costs.bf16_dense_flops_per_s,
+            bf16_dense_flops_per_s=0.0,
+        )
     limits = limits_for_engine(
         engine_limits(d, p),
         engine,

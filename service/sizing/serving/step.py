@@ -84,6 +84,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     fp8_gemms: bool = False
     """The GEMMs run in FP8 (``peak_flops_per_s`` is the FP8 peak): they reach
     ``Efficiency.fp8_flops_scale`` of the fraction a BF16 GEMM reaches."""
+    bf16_dense_flops_per_s: float = 0.0
+    """The BF16 peak of the dense GEMMs and attention where only the routed experts run at
+    ``peak_flops_per_s`` (an MXFP4 checkpoint, whose experts alone are 4-bit, on an FP4-capable
+    GPU: ``deploy.mxfp4_expert_path``); 0: every GEMM runs at ``peak_flops_per_s``."""
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and
     per-sequence work overlaps the GPU's instead of adding to it)."""
@@ -137,6 +141,10 @@ def step_time(
         dense_scale = eff.fp8_dense_flops_scale
         dense_peak = peak * (eff.fp8_flops_scale if dense_scale is None else dense_scale)
         peak *= eff.fp8_flops_scale
+    attention_peak = peak
+    if costs.bf16_dense_flops_per_s > 0:
+        # Only the experts are quantised: the rest runs BF16 GEMMs at the BF16 fraction.
+        dense_peak = attention_peak = costs.bf16_dense_flops_per_s * eff.flops_fraction
     hbm = costs.hbm_bytes_per_s * eff.bandwidth_fraction
     linear_flops = tokens * costs.flops_per_token
     attention_flops = (
@@ -178,8 +186,12 @@ def step_time(
     dense = kernel((linear_flops - expert_flops) / dense_peak, costs.dense_weight_bytes / hbm)
     grouped = kernel(grouped_flops / (peak * x), expert_bytes / (hbm * x)) if expert_bytes else 0.0
     linear = dense + grouped + activations / hbm
-    attend = kernel(attention_flops / peak, kv / hbm)
-    compute = (linear_flops - expert_flops) / dense_peak + (grouped_flops + attention_flops) / peak
+    attend = kernel(attention_flops / attention_peak, kv / hbm)
+    compute = (
+        (linear_flops - expert_flops) / dense_peak
+        + grouped_flops / peak
+        + attention_flops / attention_peak
+    )
     memory = weights / hbm + kv / hbm + activations / hbm
     interconnect = 0.0
     t = costs.tensor_parallel

@@ -7,8 +7,15 @@ import pytest
 from service.offline import local_catalogue
 from service.sizing.errors import SizingError
 from service.sizing.hardware import GpuSpec
-from service.sizing.serving.deploy import Deployment, peak_flops_per_s, predict_serving
-from service.sizing.serving.efficiency import generation_of
+from service.sizing.serving.deploy import (
+    Deployment,
+    mxfp4_failure,
+    mxfp4_fp8_experts,
+    peak_flops_per_s,
+    predict_serving,
+    replica_inputs,
+)
+from service.sizing.serving.efficiency import Engine, generation_of
 from service.sizing.serving.loop import ServingPrediction, Workload
 from service.sizing.vllm.config import EngineConfig
 from service.sizing.vllm.predict import predict_vllm
@@ -67,3 +74,46 @@ def test_per_gpu_figures_are_the_replicas_over_its_gpus() -> None:
     assert p.gpus == 2
     assert p.output_tokens_per_s_per_gpu == pytest.approx(p.output_tokens_per_s / 2)
     assert p.total_tokens_per_s_per_gpu == pytest.approx(p.total_tokens_per_s / 2)
+
+
+def test_mxfp4_experts_run_at_the_fp8_rate_only_where_the_engine_feeds_them_mxfp8() -> None:
+    # Catalogue (migration 0011): B200 2,250 / 4,500 TFLOPS dense BF16 / FP8 and FP4 tensor
+    # cores; H100 SXM BF16 989, no FP4. SGLang's flashinfer_mxfp4 quantises activations to
+    # MXFP8 (FP8 rate); vLLM's default Blackwell backend is BF16 x MXFP4 (BF16 rate); on
+    # Hopper every engine multiplies MXFP4 weights at the BF16 rate. The dense layers (BF16
+    # in the checkpoint) run at the BF16 peak wherever the experts run at FP8's.
+    cat = local_catalogue()
+    b200, h100 = cat.gpu("b200"), cat.gpu("h100-sxm")
+    assert mxfp4_fp8_experts(b200, "sglang")
+    assert not mxfp4_fp8_experts(b200, "vllm")
+    assert not mxfp4_fp8_experts(h100, "sglang")
+    model = cat.model("gpt-oss-120b")
+
+    def costs(gpu: GpuSpec, engine: Engine) -> tuple[bool, float, float]:
+        config = EngineConfig(tensor_parallel_size=8, max_model_len=8192, quantization="mxfp4")
+        d = Deployment(model=model, gpu=gpu, weight_format="mxfp4", tensor_parallel=8)
+        c, _, _ = replica_inputs(d, predict_vllm(model, gpu, config), engine)
+        return c.fp8_gemms, c.peak_flops_per_s, c.bf16_dense_flops_per_s
+
+    assert costs(b200, "sglang") == (True, 4500e12, 2250e12)
+    assert costs(b200, "vllm") == (False, 2250e12, 0.0)
+    assert costs(h100, "sglang") == (False, 989e12, 0.0)
+
+
+def test_tensorrt_llm_serves_mxfp4_experts_on_hopper_and_blackwell_only() -> None:
+    # TensorRT-LLM's WFP4A16FusedMoEMethod raises on any SM but 90 ("WFP4A16 MoE is
+    # unsupported on SM80", as GPUStack's A100 gpt-oss page shows); Blackwell has TRTLLM-gen's
+    # methods. vLLM (Marlin) and SGLang (triton_kernels) serve MXFP4 on an A100.
+    cat = local_catalogue()
+    model = cat.model("gpt-oss-120b")
+
+    def failure(slug: str, engine: Engine) -> str | None:
+        d = Deployment(model=model, gpu=cat.gpu(slug), weight_format="mxfp4")
+        return mxfp4_failure(d, engine)
+
+    a100 = failure("a100-80gb", "tensorrt-llm")
+    assert a100 is not None and "SM80" in a100
+    assert failure("h100-sxm", "tensorrt-llm") is None
+    assert failure("b200", "tensorrt-llm") is None
+    assert failure("a100-80gb", "vllm") is None
+    assert failure("a100-80gb", "sglang") is None

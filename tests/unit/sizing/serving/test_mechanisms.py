@@ -212,3 +212,38 @@ def test_linear_attention_layers_move_their_state_not_their_share_of_the_pool() 
         costs, eff(), prefill_tokens=0, prefill_context=0, decode_sequences=1, decode_context=1000
     )
     assert t.total_s == pytest.approx(20.759104e-6, rel=1e-9)
+
+
+def test_an_mxfp4_checkpoints_dense_gemms_and_attention_run_at_the_bf16_peak() -> None:
+    # Only the routed experts are 4-bit: they run at the FP8 peak (2e12 x 0.5 = 1e12), the
+    # dense GEMMs and attention at the BF16 one (5e11, fraction 1). 8 prompt tokens of
+    # 2.5e8 FLOPs, 1e8 of them a routed expert's, each attending to 100 tokens of 1e6 FLOPs:
+    # experts 8 x 1e8 = 8e8 / 1e12 = 0.8 ms; dense 8 x 1.5e8 = 1.2e9 / 5e11 = 2.4 ms (above
+    # their 1 ms of reads); attention 8 x 100 x 1e6 = 8e8 / 5e11 = 1.6 ms: 4.8 ms.
+    # All in FP8: dense 1.2e9 / (2e12 x 0.8) = 0.75 ms, so their reads' 1 ms; attention
+    # 8e8 / 1e12 = 0.8 ms: 1 + 0.8 + 0.8 = 2.6 ms.
+    fp8 = msgspec.structs.replace(
+        UNIT,
+        peak_flops_per_s=2e12,
+        fp8_gemms=True,
+        experts=2,
+        experts_per_token=1,
+        expert_bytes_per_expert=1,
+        expert_flops_per_token=1e8,
+        attention_flops_per_context_token=1e6,
+    )
+    mxfp4 = msgspec.structs.replace(fp8, bf16_dense_flops_per_s=5e11)
+    scales = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
+
+    def step(costs: StepCosts) -> float:
+        return step_time(
+            costs,
+            scales,
+            prefill_tokens=8,
+            prefill_context=100,
+            decode_sequences=0,
+            decode_context=0,
+        ).total_s
+
+    assert step(mxfp4) == pytest.approx(4.8e-3, rel=1e-6)
+    assert step(fp8) == pytest.approx(2.6e-3, rel=1e-6)
