@@ -3,8 +3,9 @@
 Litestar turns a Response into an ASGIResponse on every request, and that one builds its two
 headers through a mutable header mapping (a parse and an insert each): about as much CPU as a
 seed plan's whole lookup. For encoded JSON bytes with nothing else to add (no route headers,
-cookies, background task, HEAD), the same start and body messages are sent from headers built
-as bytes; anything else goes Litestar's own way. A test compares the two, message by message.
+cookies, background task, HEAD, a 204 or 304), the same start and body messages are sent from
+headers built as bytes; anything else goes Litestar's own way. A test compares the two, message
+by message.
 """
 
 from typing import Any
@@ -15,10 +16,13 @@ from litestar.datastructures.headers import MutableScopeHeaders
 from litestar.response.base import ASGIResponse
 
 _JSON_TYPE = (b"content-type", b"application/json")
+_NO_BODY = frozenset({204, 304})  # Litestar's own way: it refuses a body with these
 
 
 class _EncodedASGI(ASGIResponse):
     """An ASGIResponse with its content-type and content-length given as bytes."""
+
+    __slots__ = ()
 
     def __init__(self, body: bytes, status_code: int) -> None:
         self.headers = MutableScopeHeaders(
@@ -38,7 +42,7 @@ class EncodedJson(Response[Any]):
 
     __slots__ = ()
 
-    def __init__(self, body: bytes, status_code: int = 200) -> None:
+    def __init__(self, body: bytes, status_code: int | None = None) -> None:
         # Response.__init__'s attributes for these arguments, set without its conversions.
         self.content = body
         self.background = None
@@ -46,7 +50,7 @@ class EncodedJson(Response[Any]):
         self.encoding = "utf-8"
         self.headers = {}
         self.media_type = "application/json"
-        self.status_code = status_code
+        self.status_code = status_code  # None: the route's (Response's rule)
         self.response_type_encoders = {}
 
     def to_asgi_response(  # type: ignore[override]
@@ -73,8 +77,9 @@ class EncodedJson(Response[Any]):
             or self.cookies
             or self.headers
         )
-        if plain:
-            return _EncodedASGI(self.content, self.status_code or status_code or 200)
+        status = self.status_code or status_code or 200
+        if plain and status not in _NO_BODY:
+            return _EncodedASGI(self.content, status)
         return super().to_asgi_response(
             app,
             request,

@@ -21,6 +21,10 @@ def _app(answer: Any) -> Litestar:
     def created() -> Response[bytes]:
         return answer(BODY, status_code=201)  # type: ignore[no-any-return]
 
+    @post("/route-status", sync_to_thread=False)  # a POST's default: 201
+    def route_status() -> Response[bytes]:
+        return answer(BODY)  # type: ignore[no-any-return]
+
     @get(
         "/with-headers",
         response_headers=[ResponseHeader(name="X-Route", value="yes")],
@@ -36,7 +40,7 @@ def _app(answer: Any) -> Litestar:
         response.set_header("X-Later", "1")
         return response
 
-    return Litestar([plain, created, with_headers, set_after], openapi_config=None)
+    return Litestar([plain, created, route_status, with_headers, set_after], openapi_config=None)
 
 
 async def _messages(app: Litestar, method: str, path: str) -> list[dict[str, Any]]:
@@ -66,7 +70,7 @@ async def _messages(app: Litestar, method: str, path: str) -> list[dict[str, Any
     return sent
 
 
-def _response(body: bytes, status_code: int = 200) -> Response[bytes]:
+def _response(body: bytes, status_code: int | None = None) -> Response[bytes]:
     return Response(body, media_type="application/json", status_code=status_code)
 
 
@@ -75,6 +79,7 @@ def _response(body: bytes, status_code: int = 200) -> Response[bytes]:
     [
         ("POST", "/plain"),
         ("POST", "/created"),
+        ("POST", "/route-status"),  # no status of its own: the route's 201
         ("GET", "/with-headers"),  # route headers and cookies: Litestar's own way
         ("GET", "/set-after"),  # a header set on the answer: Litestar's own way
     ],
@@ -86,6 +91,7 @@ async def test_encoded_json_sends_the_messages_litestars_response_sends(
     theirs = await _messages(_app(_response), method, path)
     assert ours == theirs
     assert ours[0]["type"] == "http.response.start"
+    assert ours[0]["status"] == {"/created": 201, "/route-status": 201}.get(path, 200)
 
 
 async def test_a_plain_answer_carries_its_type_and_length() -> None:
