@@ -25,6 +25,9 @@ from service.sizing.hardware import GpuSpec, LinkSpec
 from service.sizing.models import ModelSpec
 
 Spec = TypeVar("Spec")
+MAX_RESOLVED = 4096
+"""At most this many name lookups are remembered per snapshot (``Snapshot.resolved``): names
+are the callers' spellings, so a bound keeps an odd caller from growing the memory."""
 TABLE_KINDS = {
     "interconnects": "interconnect",
     "gpus": "gpu",
@@ -89,6 +92,13 @@ class Snapshot:
 
     def number_format(self, name: str, field: str) -> NumberFormat:
         return self.formats.resolve(name, field)
+
+    @cached_property
+    def resolved(self) -> dict[Any, Any]:
+        """Lookups already made on this snapshot, by the names as a request gave them
+        (service.plans.served.specs_from): a snapshot never changes, so neither does what a
+        name resolves to in it. Filled up to MAX_RESOLVED entries, then left as it is."""
+        return {}
 
     @cached_property
     def _prices(self) -> dict[str, GpuPrice]:

@@ -2,8 +2,9 @@
 and the answer computed on the event loop when it is as cheap as one seed plan on one GPU,
 else in a worker thread (service.plans.threads)."""
 
-from typing import Protocol
+from typing import Any, Protocol
 
+from service.catalogue.memory import MAX_RESOLVED
 from service.plans.evaluate import (
     answer_plan,
     inline_model,
@@ -28,19 +29,40 @@ class Catalogue(Protocol):
     def all_gpu_specs(self) -> list[GpuSpec]: ...
     def number_format(self, name: str, field: str) -> NumberFormat: ...
     def prices(self) -> dict[str, GpuPrice]: ...
+    @property
+    def resolved(self) -> dict[Any, Any]: ...
 
 
 def specs_from(
     catalogue: Catalogue, data: PlanRequest
 ) -> tuple[ModelSpec, list[GpuSpec], NumberFormat, NumberFormat, dict[str, GpuPrice]]:
     """evaluate_plan's lookups, in its order (so the same name is blamed first), on an
-    in-memory catalogue: no session, no await."""
+    in-memory catalogue: no session, no await. A catalogue model's lookups are remembered in
+    the snapshot by the names given (only those that resolved: an error is raised again)."""
+    named = data.model_spec is None and data.config_json is None and data.model is not None
+    key = (data.model, data.gpu, data.weight_format, data.kv_format)
+    memo = catalogue.resolved
+    found = memo.get(key) if named else None
+    if found is None:
+        found = _resolve(catalogue, data)
+        if named and len(memo) < MAX_RESOLVED:
+            memo[key] = found
+    model, gpus, weights, kv = found
+    prices = catalogue.prices() if data.workload == "inference" else {}
+    return model, list(gpus), weights, kv, prices
+
+
+def _resolve(
+    catalogue: Catalogue, data: PlanRequest
+) -> tuple[ModelSpec, tuple[GpuSpec, ...], NumberFormat, NumberFormat]:
     if model_source(data.model, data.model_spec, data.config_json) == "model":
         assert data.model is not None
         model = catalogue.model_spec(data.model)
     else:
         model = inline_model(data.model_spec, data.config_json)
-    gpus = [catalogue.gpu_spec(data.gpu)] if data.gpu is not None else catalogue.all_gpu_specs()
+    gpus = (
+        (catalogue.gpu_spec(data.gpu),) if data.gpu is not None else (*catalogue.all_gpu_specs(),)
+    )
     weights = catalogue.number_format(
         weight_format_of(data.weight_format, model.checkpoint_format), "weight_format"
     )
@@ -49,8 +71,7 @@ def specs_from(
     else:
         kv = catalogue.number_format(data.kv_format, "kv_format")
         require(kv.kv_capable, "kv_format", f"{kv.slug} cannot hold a KV cache")
-    prices = catalogue.prices() if data.workload == "inference" else {}
-    return model, gpus, weights, kv, prices
+    return model, gpus, weights, kv
 
 
 async def evaluate_cached(catalogue: Catalogue, data: PlanRequest) -> "PlanAnswer | TrainingAnswer":
