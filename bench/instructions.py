@@ -5,9 +5,10 @@ from one round to the next. Here each server (the bare app, then the service, as
 bench/framework.py starts them) runs under valgrind's callgrind; after a warm-up the counters
 are zeroed (``callgrind_control -z``), N keep-alive requests are sent one at a time, and the
 counts are dumped (``-d``): the server's user-space instructions per request, the same on a busy
-machine as on a quiet one. The kernel's share (the sockets' system calls) and the CPU's
-instructions per cycle are not in it, so the ratio is an upper bound of the throughput ratio:
-it tells a change's effect apart from the machine's noise, not whether a goal is met.
+machine as on a quiet one to a few thousand (its timers and catalogue checks fall among them).
+The kernel's share (the sockets' system calls) and the CPU's instructions per cycle are not in
+it, so the ratio is an upper bound of the throughput ratio: it tells a change's effect apart
+from the machine's noise, not whether a goal is met.
 Needs valgrind (``apt-get install valgrind``); each server takes about a minute under it.
 Run: ``python bench/instructions.py [--requests N]``.
 """
