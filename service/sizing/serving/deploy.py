@@ -219,8 +219,20 @@ def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
     return gpu.bf16_dense_flops_per_s
 
 
-def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
+def gemm_peaks(gpu: GpuSpec, weight_format: str, engine: Engine) -> tuple[float, bool, float]:
+    """(the peak the GEMMs run at, whether it is FP8's, the BF16 peak of the dense layers where
+    only an MXFP4 checkpoint's experts run at FP8's, else 0): where ``engine`` feeds the MXFP4
+    experts BF16 activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate."""
+    if weight_format == "mxfp4" and runs_fp8(gpu, weight_format):
+        if mxfp4_fp8_experts(gpu, engine):
+            return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s
+        return peak_flops_per_s(gpu, "bf16"), False, 0.0
+    return peak_flops_per_s(gpu, weight_format), runs_fp8(gpu, weight_format), 0.0
+
+
+def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> StepCosts:
     m, t = d.model, d.tensor_parallel
+    peak, fp8_gemms, bf16_dense = gemm_peaks(d.gpu, d.weight_format, engine)
     ep = d.expert_parallel if m.is_moe else 1
     require(
         ep >= 1 and t % ep == 0 and (m.experts % ep == 0),
@@ -261,14 +273,9 @@ def step_costs(d: Deployment, p: EnginePrediction) -> StepCosts:
         window_tokens=m.sliding_window_tokens,
         linear_kv_share=linear_kv_share(m),
         state_bytes_per_sequence=state_bytes_per_sequence(m, t, d.pipeline_parallel),
-        peak_flops_per_s=peak_flops_per_s(d.gpu, d.weight_format),
-        fp8_gemms=runs_fp8(d.gpu, d.weight_format),
-        # MXFP4 quantises the experts only (``mxfp4_fp8_experts``): the rest runs BF16.
-        bf16_dense_flops_per_s=(
-            d.gpu.bf16_dense_flops_per_s
-            if d.weight_format == "mxfp4" and runs_fp8(d.gpu, d.weight_format)
-            else 0.0
-        ),
+        peak_flops_per_s=peak,
+        fp8_gemms=fp8_gemms,
+        bf16_dense_flops_per_s=bf16_dense,
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),
@@ -336,16 +343,8 @@ def replica_inputs(
     if overlap is None:
         overlap = d.release is None or async_scheduling(engine, d.release)
     costs = msgspec.structs.replace(
-        step_costs(d, p), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
+        step_costs(d, p, engine), async_scheduling=overlap, eager_prefill=eager_prefill(engine)
     )
-    if costs.bf16_dense_flops_per_s and not mxfp4_fp8_experts(d.gpu, engine):
-        # The engine feeds the MXFP4 experts BF16 activations: every GEMM at the BF16 rate.
-        costs = msgspec.structs.replace(
-            costs,
-            fp8_gemms=False,
-            peak_flops_per_s=costs.bf16_dense_flops_per_s,
-            bf16_dense_flops_per_s=0.0,
-        )
     limits = limits_for_engine(
         engine_limits(d, p),
         engine,

@@ -87,7 +87,7 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     bf16_dense_flops_per_s: float = 0.0
     """The BF16 peak of the dense GEMMs and attention where only the routed experts run at
     ``peak_flops_per_s`` (an MXFP4 checkpoint, whose experts alone are 4-bit, on an FP4-capable
-    GPU: ``deploy.mxfp4_expert_path``); 0: every GEMM runs at ``peak_flops_per_s``."""
+    GPU: ``deploy.gemm_peaks``); 0: every GEMM runs at ``peak_flops_per_s``."""
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and
     per-sequence work overlaps the GPU's instead of adding to it)."""
