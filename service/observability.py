@@ -45,6 +45,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from service.api.guards import AUTH_ERROR, AUTH_FAILED, PRINCIPAL, KeyVerifier, bearer_key
+from service.api.negotiation import header
 from service.api.problems import PROBLEM_JSON, make_problem
 from service.catalogue.cache import CatalogueCache
 from service.logs import configure_logging as configure_logging  # re-exported: create_app's
@@ -239,13 +240,6 @@ def client_address(scope: Scope, proxy_header: bytes = b"") -> str:
     return client[0] if client else "-"
 
 
-def authorization_of(scope: Scope) -> str:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return value.decode("latin-1")
-    return ""
-
-
 # The middleware --------------------------------------------------------------------------
 
 
@@ -348,7 +342,7 @@ class RequestMiddleware:
         state: dict[str, Any] = scope["state"]  # type: ignore[typeddict-item]
         address = state["client_address"] = client_address(scope, self.proxy_header)
         caller, whose = f"addr:{address}", "this client address"
-        key = bearer_key(authorization_of(scope))
+        key = bearer_key(header(scope, b"authorization") or "")
         if key is not None:
             principal = self.keys.cached(key)
             if principal is None:

@@ -23,6 +23,7 @@ from litestar import Request
 from litestar.exceptions import SerializationException
 from litestar.handlers import BaseRouteHandler
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Schema
+from litestar.types import Scope
 
 from service.api.problems import MAX_JSON_DEPTH, ClientProblem
 
@@ -114,10 +115,10 @@ def wants(request: Request[Any, Any, Any], *offered: str) -> str:
     return choose(request, (JSON, *offered))
 
 
-def header(request: Request[Any, Any, Any], name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
     """The first value of the header ``name`` (lower case, as ASGI servers pass names), read
     from the scope: what ``request.headers.get`` answers, without building the Headers."""
-    for key, value in request.scope["headers"]:
+    for key, value in scope["headers"]:
         if key == name:
             return value.decode("latin-1")
     return None
@@ -125,7 +126,7 @@ def header(request: Request[Any, Any, Any], name: bytes) -> str | None:
 
 def choose(request: Request[Any, Any, Any], served: tuple[str, ...]) -> str:
     """The one of ``served`` (in the server's order of preference) Accept ranks highest."""
-    accept = header(request, b"accept")
+    accept = header(request.scope, b"accept")
     if accept is None:
         return served[0]  # no Accept: any type (RFC 9110 12.5.1), the server's first
     wanted = best_match(accept, served)
@@ -275,7 +276,7 @@ async def negotiate(request: Request[Any, Any, Any]) -> None:
     body = await request.body()  # 413 past the limit; kept for the decoder
     if not body:
         return
-    content_type = header(request, b"content-type") or ""
+    content_type = header(request.scope, b"content-type") or ""
     if not is_json_media_type(content_type):
         raise ClientProblem(
             415,
