@@ -1,7 +1,10 @@
 """The yardstick of the HTTP benchmarks: a bare Litestar app on the same server, with no
 middleware, no database and no computation. GET /healthz answers a constant; POST /plan decodes
 the same body into the service's own PlanRequest Struct (what Litestar's JSON decoding costs)
-and answers a constant. Serve it with ``uvicorn bench.bare:app``."""
+and answers a constant. Serve it with ``uvicorn bench.bare:app``, or with several workers started
+as ``python -m service serve`` starts them: ``python -m bench.bare --workers 2 --port N``."""
+
+import argparse
 
 import msgspec
 from litestar import Litestar, get, post
@@ -39,3 +42,14 @@ def matrix() -> Planned:
 
 
 app = Litestar([healthz, plan, verify, matrix], logging_config=None, openapi_config=None)
+
+
+if __name__ == "__main__":
+    from service.__main__ import serve_workers
+
+    parser = argparse.ArgumentParser(description="the bare app with several uvicorn workers")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    options = {"host": "127.0.0.1", "port": args.port, "log_level": "warning"}
+    serve_workers(args.workers, {**options, "access_log": False}, "bench.bare:app", factory=False)

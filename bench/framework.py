@@ -6,8 +6,11 @@ written to /dev/null, their cost kept), each under the same uvicorn, on loopback
 in this process keeps a few keep-alive connections busy (pipelined requests: the client costs
 little next to the server) for a fixed time, the bare app and the service taking turns, several
 rounds; each side's best round counts. Reports each ratio (service / bare requests per second)
-beside its goal, then the throughput of two workers against one. Ratios measured in one run,
-never absolute budgets: a busy machine slows both sides. Run: `python bench/framework.py` (or
+beside its goal, then the throughput of two workers against one, the service's and the bare
+app's (what this machine's two CPUs allow a server that does nothing). Beside each line, the
+share of the CPUs' time the hypervisor gave to other guests meanwhile (steal, from /proc/stat):
+a quiet machine shows none. Ratios measured in one run, never absolute budgets: a busy machine
+slows both sides. Run: `python bench/framework.py` (or
 `make bench`); ``--quick`` for shorter rounds.
 """
 
@@ -195,6 +198,33 @@ def rate(
     return asyncio.run(_rate(port, payload, seconds, connections, depth, renew))
 
 
+class CpuClock:
+    """The machine's CPU time by kind since it started (/proc/stat's first line: user, nice,
+    system, idle, iowait, irq, softirq, steal), or nothing where there is no /proc/stat."""
+
+    def __init__(self) -> None:
+        self.start = self._read()
+
+    @staticmethod
+    def _read() -> list[int]:
+        try:
+            with open("/proc/stat") as stat:
+                return [int(ticks) for ticks in stat.readline().split()[1:9]]
+        except (OSError, ValueError):
+            return []
+
+    def steal(self) -> float | None:
+        """The share of the CPUs' time stolen by the host since this clock started."""
+        now = self._read()
+        spent = [after - before for before, after in zip(self.start, now, strict=False)]
+        return spent[7] / sum(spent) if len(spent) == 8 and sum(spent) else None
+
+
+def steal_label(clock: CpuClock) -> str:
+    steal = clock.steal()
+    return "" if steal is None else f"{steal:>6.1%}"
+
+
 def service_env(database_url: str, workers: int) -> dict[str, str]:
     return {
         "DATABASE_URL": database_url,
@@ -220,12 +250,13 @@ def main() -> None:
     bare_argv.append("--no-access-log")
     serve_argv = [python, "-m", "service", "serve"]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
-    print(f"{'case':<30} {'bare req/s':>10} {'service':>9} {'ratio':>6} {'goal':>6}")
+    print(f"{'case':<30} {'bare req/s':>10} {'service':>9} {'ratio':>6} {'goal':>6}  steal")
     with server(bare_argv, {}) as bare, server(serve_argv, service_env(url, 1)) as one:
         for name, mine, theirs, goal in CASES:
             rate(bare, theirs, 0.3)  # warm both: first requests, caches, the catalogue
             rate(one, mine, 0.3)
             best_bare = best_service = 0.0
+            clock = CpuClock()
             for _ in range(rounds):
                 best_bare = max(best_bare, rate(bare, theirs, seconds))
                 best_service = max(best_service, rate(one, mine, seconds))
@@ -233,21 +264,29 @@ def main() -> None:
             verdict = "ok" if ratio >= goal else "below"
             print(
                 f"{name:<30} {best_bare:>10.0f} {best_service:>9.0f} {ratio:>6.3f} "
-                f">={goal:<4} {verdict}"
+                f">={goal:<4} {verdict:<5} {steal_label(clock)}"
             )
-        # One worker and two take turns too, both servers up at once (the idle one waits in
-        # its accept): a slow spell of this shared machine then slows both sides alike.
-        with server(serve_argv, service_env(url, 2)) as two:
+        # One worker and two take turns too, all four servers up at once (the idle ones wait in
+        # their accept): a slow spell of this shared machine then slows every side alike.
+        bare_two_argv = [python, "-m", "bench.bare", "--workers", "2"]
+        with server(serve_argv, service_env(url, 2)) as two, server(bare_two_argv, {}) as bare_two:
             plan = post("/plan", PLAN)
-            rate(one, plan, 0.5, 8, renew=RENEW)
-            rate(two, plan, 0.5, 8, renew=RENEW)
-            single = double = 0.0
+            sides = (one, two, bare, bare_two)
+            for port in sides:
+                rate(port, plan, 0.5, 8, renew=RENEW)
+            best = dict.fromkeys(sides, 0.0)
+            clock = CpuClock()
             for _ in range(rounds):
-                single = max(single, rate(one, plan, seconds, 8, renew=RENEW))
-                double = max(double, rate(two, plan, seconds, 8, renew=RENEW))
+                for port in sides:
+                    best[port] = max(best[port], rate(port, plan, seconds, 8, renew=RENEW))
+    scaling, ceiling = best[two] / best[one], best[bare_two] / best[bare]
     print(
-        f"{'2 workers / 1, POST /plan':<30} {single:>10.0f} {double:>9.0f} "
-        f"{double / single:>6.3f} >=1.6  {'ok' if double / single >= 1.6 else 'below'}"
+        f"{'2 workers / 1, POST /plan':<30} {best[one]:>10.0f} {best[two]:>9.0f} "
+        f"{scaling:>6.3f} >=1.6  {'ok' if scaling >= 1.6 else 'below':<5} {steal_label(clock)}"
+    )
+    print(
+        f"{'  the bare app, the same run':<30} {best[bare]:>10.0f} {best[bare_two]:>9.0f} "
+        f"{ceiling:>6.3f} (this machine's ceiling)"
     )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
