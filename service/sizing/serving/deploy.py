@@ -32,6 +32,7 @@ from service.sizing.serving.loop import (
 from service.sizing.serving.simulate import POLICIES
 from service.sizing.serving.step import StepCosts
 from service.sizing.units import MiB
+from service.sizing.vllm.mxfp4 import quark_mxfp4_packed
 from service.sizing.vllm.predict import EnginePrediction
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
@@ -219,10 +220,20 @@ def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
     return gpu.bf16_dense_flops_per_s
 
 
-def gemm_peaks(gpu: GpuSpec, weight_format: str, engine: Engine) -> tuple[float, bool, float]:
+def gemm_peaks(
+    gpu: GpuSpec, weight_format: str, engine: Engine, moe: bool = True
+) -> tuple[float, bool, float]:
     """(the peak the GEMMs run at, whether it is FP8's, the BF16 peak of the dense layers where
     only an MXFP4 checkpoint's experts run at FP8's, else 0): where ``engine`` feeds the MXFP4
-    experts BF16 activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate."""
+    experts BF16 activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate. A dense
+    (``moe`` false) MXFP4 checkpoint is AMD Quark's, every linear layer 4-bit: FP4 GEMMs where
+    the weights stay packed (``quark_mxfp4_packed``; taken at the FP8 rate, as FP4-capable AMD
+    GPUs' MXFP4 experts are, the catalogue having no FP4 figure), BF16 ones where vLLM
+    dequantised them at load."""
+    if weight_format == "mxfp4" and not moe:
+        if quark_mxfp4_packed(gpu) and runs_fp8(gpu, weight_format):
+            return gpu.fp8_dense_flops_per_s, True, 0.0
+        return peak_flops_per_s(gpu, "bf16"), False, 0.0
     if weight_format == "mxfp4" and runs_fp8(gpu, weight_format):
         if mxfp4_fp8_experts(gpu, engine):
             return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s
@@ -232,7 +243,7 @@ def gemm_peaks(gpu: GpuSpec, weight_format: str, engine: Engine) -> tuple[float,
 
 def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> StepCosts:
     m, t = d.model, d.tensor_parallel
-    peak, fp8_gemms, bf16_dense = gemm_peaks(d.gpu, d.weight_format, engine)
+    peak, fp8_gemms, bf16_dense = gemm_peaks(d.gpu, d.weight_format, engine, m.is_moe)
     ep = d.expert_parallel if m.is_moe else 1
     require(
         ep >= 1 and t % ep == 0 and (m.experts % ep == 0),

@@ -1,5 +1,6 @@
-"""Weights as vLLM holds MXFP4 experts (gpt-oss): the MoE backend it picks for the GPU and
-release, and the padded per-rank layout each backend keeps."""
+"""Weights as vLLM holds MXFP4 checkpoints: gpt-oss's experts (the MoE backend it picks for the
+GPU and release, and the padded per-rank layout each backend keeps) and AMD Quark's dense ones
+(every linear layer 4-bit, where the GPU multiplies MX formats)."""
 
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
@@ -25,6 +26,22 @@ def mxfp4_backend_for(gpu: GpuSpec, rules: ReleaseRules) -> Mxfp4Backend:
     if gpu.is_hopper and rules.mxfp4_native_backends:
         return "triton-padded" if rules.triton_padded else "triton"
     return "marlin"
+
+
+MXFP4_LINEAR_BYTES = (17, 32)
+"""Bytes per weight of a Quark MXFP4 linear layer, as a fraction (17 / 32): ``QuarkW4A4MXFP4.
+create_weights`` (vLLM's ``quark/schemes/quark_w4a4_mxfp4.py``) keeps the packed values as uint8
+(in / 2 bytes a row) and one E8M0 scale byte per 32 (``OCP_MX_BLOCK_SIZE``)."""
+
+
+def quark_mxfp4_packed(gpu: GpuSpec) -> bool:
+    """Whether vLLM keeps a dense (Quark W4A4) MXFP4 checkpoint packed on ``gpu``. It does where
+    the platform multiplies MX formats (``current_platform.supports_mx()``: ROCm's gfx95x, an
+    FP4-capable AMD GPU in the catalogue), with AITER's FP4 GEMMs, the activations quantised on
+    the fly. Elsewhere the scheme emulates: ``process_weights_after_loading`` dequantises every
+    weight to the model's 16-bit dtype at load and frees the scales, so the rank holds a 16-bit
+    model."""
+    return gpu.fp4 and gpu.vendor == "AMD"
 
 
 def mxfp4_expert_bytes(model: ModelSpec, tensor_parallel: int, backend: Mxfp4Backend) -> int:

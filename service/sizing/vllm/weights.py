@@ -11,7 +11,12 @@ from service.sizing.vllm.bitsandbytes import BNB_REMOVED, bnb_layer_bytes, bnb_l
 from service.sizing.vllm.config import EngineConfig, Mxfp4Backend, Quantization, model_dtype_bytes
 from service.sizing.vllm.int4 import INT4_BYTES, w4a16_expert_bytes
 from service.sizing.vllm.mla import mla_extra_bytes
-from service.sizing.vllm.mxfp4 import mxfp4_backend_for, mxfp4_expert_bytes
+from service.sizing.vllm.mxfp4 import (
+    MXFP4_LINEAR_BYTES,
+    mxfp4_backend_for,
+    mxfp4_expert_bytes,
+    quark_mxfp4_packed,
+)
 from service.sizing.vllm.releases import release_rules
 from service.sizing.vllm.shapes import attention_params, embedding_params
 
@@ -42,6 +47,18 @@ def rank_weight_bytes(
             f"bitsandbytes 4-bit: packed weights and their quant states ({scales}); "
             f"embeddings, LM head, norms{also} in 16-bit."
         )
+    elif config.quantization == "mxfp4" and not model.is_moe:
+        # A dense MXFP4 checkpoint is AMD Quark's: held packed or dequantised at load.
+        packed = quark_mxfp4_packed(gpu)
+        loaded = dense_mxfp4_bytes(model, config.tensor_parallel_size, packed)
+        if config.dtype == "float32" and not packed:
+            loaded *= 2  # dequantised to the model's dtype
+        notes.append(
+            "Quark MXFP4 linear layers packed (4.25 bits a weight); embeddings and LM head 16-bit."
+            if packed
+            else "Quark MXFP4 weights dequantised to 16-bit at load: this GPU has no MX "
+            "GEMMs (vLLM emulates them)."
+        )
     else:
         tp = config.tensor_parallel_size
         loaded = loaded_weight_bytes(
@@ -49,9 +66,28 @@ def rank_weight_bytes(
         )
     if config.dtype == "float32" and config.quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
-    if config.quantization == "mxfp4":
+    if config.quantization == "mxfp4" and model.is_moe:
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     return loaded, notes
+
+
+def dense_mxfp4_bytes(model: ModelSpec, tensor_parallel: int, packed: bool) -> int:
+    """One rank's weights of a dense Quark MXFP4 checkpoint: packed, every linear layer at
+    ``MXFP4_LINEAR_BYTES`` a weight and the embedding and LM head 16-bit (the checkpoints
+    exclude ``lm_head``), as ``loaded_weight_bytes`` lays out 4-bit checkpoints; dequantised
+    (``quark_mxfp4_packed`` false), a 16-bit model."""
+    if not packed:
+        return loaded_weight_bytes(model, "none", tensor_parallel)
+    return packed_linear_bytes(model, tensor_parallel, *MXFP4_LINEAR_BYTES)
+
+
+def packed_linear_bytes(model: ModelSpec, tensor_parallel: int, num: int, den: int) -> int:
+    """One rank's weights with every linear layer at num / den bytes a weight, sliced by TP; the
+    embedding and an untied LM head 16-bit, ``model.replicated_params`` whole and 16-bit."""
+    whole = model.replicated_params * 2
+    total = model.total_params - model.replicated_params
+    sixteen = 2 * embedding_params(model)
+    return ceil_div((total - sixteen) * num + sixteen * 2 * den, den * tensor_parallel) + whole
 
 
 def loaded_weight_bytes(
@@ -75,9 +111,7 @@ def loaded_weight_bytes(
         sixteen = 2 * embedding_params(model)  # embedding + untied LM head stay 16-bit
         return ceil_div((total - sixteen) + sixteen * 2, tp) + whole
     if quantization in INT4_BYTES:
-        num, den = INT4_BYTES[quantization]
-        sixteen = 2 * embedding_params(model)
-        return ceil_div((total - sixteen) * num + sixteen * 2 * den, den * tp) + whole
+        return packed_linear_bytes(model, tp, *INT4_BYTES[quantization])
     require(
         model.is_moe and model.intermediate_size > 0,
         "quantization",

@@ -19,7 +19,12 @@ from service.sizing.vllm.mla import mla_extra_bytes
 from service.sizing.vllm.mxfp4 import mxfp4_backend_for, mxfp4_expert_bytes
 from service.sizing.vllm.predict import EnginePrediction, predict_vllm
 from service.sizing.vllm.releases import era_of_version, last_of
-from service.sizing.vllm.weights import loaded_weight_bytes, offloaded_layer_bytes, rope_cache_bytes
+from service.sizing.vllm.weights import (
+    loaded_weight_bytes,
+    offloaded_layer_bytes,
+    rank_weight_bytes,
+    rope_cache_bytes,
+)
 from tests.unit.sizing.specs import (
     DEEPSEEK_V3,
     GPT_OSS_120B,
@@ -647,6 +652,25 @@ def test_awq_and_gptq_weights_as_marlin_holds_them() -> None:
     # against the 5.1811 GiB a vLLM 0.8.5 log of Qwen2.5-7B-GPTQ-Int4 prints (-0.18%).
     p = predict_vllm(QWEN25_7B, H100, EngineConfig(quantization="gptq", max_model_len=8192))
     assert p.per_gpu.weights_bytes == 5_553_151_832
+
+
+MI355X = msgspec.structs.replace(
+    H100, slug="mi355x", vendor="AMD", compute_capability=None, fp4=True
+)
+
+
+def test_a_dense_mxfp4_checkpoint_is_held_packed_only_where_vllm_multiplies_mx_formats() -> None:
+    # Quark's W4A4 MXFP4 (quark_w4a4_mxfp4.py): uint8 values, two a byte, and one uint8 E8M0
+    # scale per 32, 17/32 B a weight; embedding and untied head 16-bit. Qwen2.5-7B: the other
+    # 6,525,621,760 weights x 17 / 32 = 3,466,736,560 B, plus 2,179,989,504 B 16-bit:
+    # 5,646,726,064 B. Without MX GEMMs (CUDA) vLLM dequantises every weight to the 16-bit dtype
+    # at load: 2 x 7,615,616,512 = 15,231,233,024 B, as the unquantised model.
+    config = EngineConfig(quantization="mxfp4")
+    packed, packed_notes = rank_weight_bytes(QWEN25_7B, MI355X, config)
+    emulated, emulated_notes = rank_weight_bytes(QWEN25_7B, H100, config)
+    assert packed == 3_466_736_560 + 2_179_989_504
+    assert emulated == 15_231_233_024 == loaded_weight_bytes(QWEN25_7B, "none", 1)
+    assert "packed" in packed_notes[0] and "dequantised" in emulated_notes[0]
 
 
 GPT_OSS_20B = msgspec.structs.replace(
