@@ -230,13 +230,10 @@ def gemm_peaks(
     the weights stay packed (``quark_mxfp4_packed``; taken at the FP8 rate, as FP4-capable AMD
     GPUs' MXFP4 experts are, the catalogue having no FP4 figure), BF16 ones where vLLM
     dequantised them at load."""
-    if weight_format == "mxfp4" and not moe:
-        if quark_mxfp4_packed(gpu) and runs_fp8(gpu, weight_format):
-            return gpu.fp8_dense_flops_per_s, True, 0.0
-        return peak_flops_per_s(gpu, "bf16"), False, 0.0
-    if weight_format == "mxfp4" and runs_fp8(gpu, weight_format):
-        if mxfp4_fp8_experts(gpu, engine):
-            return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s
+    if weight_format == "mxfp4":
+        fp4_kernel = mxfp4_fp8_experts(gpu, engine) if moe else quark_mxfp4_packed(gpu)
+        if fp4_kernel and runs_fp8(gpu, weight_format):
+            return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s if moe else 0.0
         return peak_flops_per_s(gpu, "bf16"), False, 0.0
     return peak_flops_per_s(gpu, weight_format), runs_fp8(gpu, weight_format), 0.0
 

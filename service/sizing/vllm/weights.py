@@ -32,7 +32,18 @@ def rank_weight_bytes(
     if backend == "auto":
         backend = "xpu" if config.device == "xpu" else mxfp4_backend_for(gpu, rules)
     notes: list[str] = []
-    if config.quantization == "bnb-nf4":
+    quantization = config.quantization
+    tp = config.tensor_parallel_size
+    # A dense MXFP4 checkpoint is AMD Quark's: held packed, or dequantised at load (then it is
+    # an unquantised model in every respect that follows).
+    dense_mxfp4 = quantization == "mxfp4" and not model.is_moe
+    if dense_mxfp4 and not quark_mxfp4_packed(gpu):
+        quantization = "none"
+        notes.append(
+            "Quark MXFP4 weights dequantised to the model's dtype at load: this GPU has no MX "
+            "GEMMs (vLLM emulates them)."
+        )
+    if quantization == "bnb-nf4":
         require(rules.bitsandbytes, "quantization", BNB_REMOVED)
         require(config.bnb_absmax in ("nested", "fp32"), "bnb_absmax", "must be nested or fp32")
         loaded = bnb_loaded_bytes(model, config)
@@ -47,38 +58,18 @@ def rank_weight_bytes(
             f"bitsandbytes 4-bit: packed weights and their quant states ({scales}); "
             f"embeddings, LM head, norms{also} in 16-bit."
         )
-    elif config.quantization == "mxfp4" and not model.is_moe:
-        # A dense MXFP4 checkpoint is AMD Quark's: held packed or dequantised at load.
-        packed = quark_mxfp4_packed(gpu)
-        loaded = dense_mxfp4_bytes(model, config.tensor_parallel_size, packed)
-        if config.dtype == "float32" and not packed:
-            loaded *= 2  # dequantised to the model's dtype
+    elif quantization == "mxfp4" and dense_mxfp4:
+        loaded = packed_linear_bytes(model, tp, *MXFP4_LINEAR_BYTES)
         notes.append(
             "Quark MXFP4 linear layers packed (4.25 bits a weight); embeddings and LM head 16-bit."
-            if packed
-            else "Quark MXFP4 weights dequantised to 16-bit at load: this GPU has no MX "
-            "GEMMs (vLLM emulates them)."
         )
     else:
-        tp = config.tensor_parallel_size
-        loaded = loaded_weight_bytes(
-            model, config.quantization, tp, backend, config.int4_group_size
-        )
-    if config.dtype == "float32" and config.quantization == "none":
+        loaded = loaded_weight_bytes(model, quantization, tp, backend, config.int4_group_size)
+    if config.dtype == "float32" and quantization == "none":
         loaded *= 2  # 4 bytes a parameter instead of 2
-    if config.quantization == "mxfp4" and model.is_moe:
+    if quantization == "mxfp4" and not dense_mxfp4:
         notes.append(f"MXFP4 experts laid out as vLLM's {backend} MoE backend holds them.")
     return loaded, notes
-
-
-def dense_mxfp4_bytes(model: ModelSpec, tensor_parallel: int, packed: bool) -> int:
-    """One rank's weights of a dense Quark MXFP4 checkpoint: packed, every linear layer at
-    ``MXFP4_LINEAR_BYTES`` a weight and the embedding and LM head 16-bit (the checkpoints
-    exclude ``lm_head``), as ``loaded_weight_bytes`` lays out 4-bit checkpoints; dequantised
-    (``quark_mxfp4_packed`` false), a 16-bit model."""
-    if not packed:
-        return loaded_weight_bytes(model, "none", tensor_parallel)
-    return packed_linear_bytes(model, tensor_parallel, *MXFP4_LINEAR_BYTES)
 
 
 def packed_linear_bytes(model: ModelSpec, tensor_parallel: int, num: int, den: int) -> int:
