@@ -77,6 +77,14 @@ def test_the_mi355_runs_are_predicted_on_the_catalogue_gpu() -> None:
     assert fp8.skipped is None and fp8.predicted_output_tokens_per_s is not None
     mxfp4 = by_run["vllm-recipes-llama-3.3-70b-rocm-mi355-vllm-mxfp4-tp1-c64"]
     assert mxfp4.skipped is None and mxfp4.predicted_output_tokens_per_s is not None
+    # Held packed: Llama 3.1 70B's 70,553,706,496 weights less its embedding and head,
+    # 2 x 128,256 x 8,192 = 2,101,346,304 (16-bit: 4,202,692,608 B), at 17/32 B:
+    # 68,452,360,192 x 17 / 32 = 36,365,316,352 B; plus the rotary cache, 131,072 x 128 x 2 B
+    # = 33,554,432: 40,601,563,392 B read per step, multiplied at the MI355X's FP8 peak.
+    ready = prepare(next(r for r in mi355 if r["id"] == mxfp4.run))
+    assert not isinstance(ready, str)
+    assert ready.costs.dense_weight_bytes == 36_365_316_352 + 4_202_692_608 + 33_554_432
+    assert (ready.costs.fp8_gemms, ready.costs.peak_flops_per_s) == (True, 5033.2e12)
 
 
 def test_the_accuracy_page_is_the_markdown_commands_output(
