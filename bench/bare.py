@@ -51,5 +51,5 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    options = {"host": "127.0.0.1", "port": args.port, "log_level": "warning"}
-    serve_workers(args.workers, {**options, "access_log": False}, "bench.bare:app", factory=False)
+    options = {"host": "127.0.0.1", "port": args.port, "log_level": "warning", "access_log": False}
+    serve_workers(args.workers, options, "bench.bare:app", factory=False)

@@ -100,6 +100,20 @@ def server(argv: list[str], env: dict[str, str]) -> Iterator[int]:
         process.wait(timeout=30)
 
 
+def answer_length(buffer: bytes | bytearray) -> int | None:
+    """The bytes of the first answer in ``buffer``, head and body (framed by Content-Length),
+    or None until its head is all there; a RuntimeError naming the status for any but a 200."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = bytes(buffer[:end]).lower()
+    if not head.startswith(b"http/1.1 200"):
+        raise RuntimeError(head.split(b"\r\n", 1)[0].decode())
+    at = head.find(b"content-length:") + 15
+    line_end = head.find(b"\r\n", at)  # -1: the head's last line
+    return end + 4 + int(head[at : line_end if line_end >= 0 else None])
+
+
 class _Pipelined(asyncio.Protocol):
     """One keep-alive connection sending ``depth`` pipelined requests at a time, the next batch
     once all are answered, until ``until`` or ``renew`` answers (0: never renewed). Parsed as
@@ -126,16 +140,14 @@ class _Pipelined(asyncio.Protocol):
         buffer += data
         while True:
             if not self.need:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
+                try:
+                    need = answer_length(buffer)
+                except RuntimeError as exc:
+                    self._finish(exc)
                     return
-                head = bytes(buffer[:end]).lower()
-                if not head.startswith(b"http/1.1 200"):
-                    self._finish(RuntimeError(head.split(b"\r\n", 1)[0].decode()))
+                if need is None:
                     return
-                at = head.find(b"content-length:") + 15
-                line_end = head.find(b"\r\n", at)  # -1: the head's last line
-                self.need = end + 4 + int(head[at : line_end if line_end >= 0 else None])
+                self.need = need
             if len(buffer) < self.need:
                 return
             del buffer[: self.need]

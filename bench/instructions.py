@@ -26,7 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.framework import PLAN, free_port, post, request, service_env  # noqa: E402
+from bench.framework import (  # noqa: E402
+    PLAN,
+    answer_length,
+    free_port,
+    post,
+    request,
+    service_env,
+)
 
 CASES = [
     ("GET /healthz", request("GET", "/healthz")),
@@ -43,16 +50,8 @@ def _answer(sock: socket.socket, payload: bytes) -> None:
         if not chunk:
             raise ConnectionError("closed by the server")
         buffer += chunk
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            continue
-        head = buffer[:end].lower()
-        if not head.startswith(b"http/1.1 200"):
-            raise RuntimeError(head.split(b"\r\n", 1)[0].decode())
-        at = head.find(b"content-length:") + 15
-        line_end = head.find(b"\r\n", at)
-        length = int(head[at : line_end if line_end >= 0 else None])
-        if len(buffer) >= end + 4 + length:
+        length = answer_length(buffer)
+        if length is not None and len(buffer) >= length:
             return
 
 
