@@ -50,6 +50,7 @@ def gpu_spec_of(row: "Gpu", links: dict[str, LinkSpec]) -> GpuSpec:
         peer_to_peer=pcie_peer_to_peer(row),
         bf16_dense_flops_per_s=(row.bf16_dense_tflops or 0.0) * 1e12,
         fp8_dense_flops_per_s=(getattr(row, "fp8_dense_tflops", 0.0) or 0.0) * 1e12,
+        fp4_dense_flops_per_s=(getattr(row, "fp4_dense_tflops", 0.0) or 0.0) * 1e12,
     )
 
 

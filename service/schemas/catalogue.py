@@ -89,6 +89,9 @@ class GpuBody(msgspec.Struct, kw_only=True):
     bf16_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
     fp8_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
     """Dense (no sparsity) FP8 tensor-core peak; 0: none, or unknown."""
+    fp4_dense_tflops: Annotated[float, Meta(ge=0, le=1e7)] = 0.0
+    """Dense (no sparsity) FP4 tensor-core peak, both operands 4-bit (MXFP4 x MXFP4); 0: none,
+    or unknown."""
     tdp_w: Annotated[int, Meta(ge=0, le=100_000)] = 0
     pcie_peer_to_peer: bool = True
     """Two of these GPUs can read each other's memory over PCIe; false where the driver refuses

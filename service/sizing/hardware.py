@@ -53,6 +53,9 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Dense (no sparsity) BF16 tensor-core peak; 0 when unknown."""
     fp8_dense_flops_per_s: float = 0.0
     """Dense FP8 tensor-core peak; 0 when the GPU has no FP8 tensor cores or it is unknown."""
+    fp4_dense_flops_per_s: float = 0.0
+    """Dense FP4 (both operands 4-bit) tensor-core peak; 0 when the GPU has none or it is
+    unknown."""
 
     @property
     def is_hopper(self) -> bool:

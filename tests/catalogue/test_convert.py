@@ -100,3 +100,11 @@ def test_a_snapshot_from_before_0015_keeps_the_name_rule_it_was_planned_with() -
     # No pcie_peer_to_peer attribute: NVIDIA's GeForce line (P2P off in the driver) by name.
     assert not gpu_spec_of(_gpu_row(name="NVIDIA GeForce RTX 4090"), {}).peer_to_peer  # type: ignore[arg-type]
     assert gpu_spec_of(_gpu_row(name="NVIDIA L40S"), {}).peer_to_peer  # type: ignore[arg-type]
+
+
+def test_the_fp4_peak_is_the_rows_tflops_and_none_in_a_snapshot_from_before_0016() -> None:
+    # 10,066.4 TFLOPS = 1.00664e16 FLOP/s; a snapshot without the column gets what 0016 gave
+    # the rows it found: 0 (none, or not known).
+    row = _gpu_row(fp4=True, fp4_dense_tflops=10066.4)
+    assert gpu_spec_of(row, {}).fp4_dense_flops_per_s == 10066.4e12  # type: ignore[arg-type]
+    assert gpu_spec_of(_gpu_row(), {}).fp4_dense_flops_per_s == 0.0  # type: ignore[arg-type]

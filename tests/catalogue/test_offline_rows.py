@@ -84,6 +84,7 @@ def test_the_offline_catalogue_holds_the_mi355x_and_plans_on_it(
     assert (gpu.slug, gpu.vendor, gpu.architecture) == ("mi355x", "AMD", "CDNA 4 (gfx950)")
     assert (gpu.memory_bytes, gpu.driver_visible_bytes) == (288 * 10**9, 309_216_170_475)
     assert gpu.bf16_dense_flops_per_s == 2516.6e12 and gpu.fp8_dense_flops_per_s == 5033.2e12
+    assert gpu.fp4_dense_flops_per_s == 10066.4e12  # 0016: MXFP4, twice FP8's
     assert gpu.nvlink is not None and gpu.nvlink.bytes_per_s_per_direction == 537_600_000_000
     # The CLI, no server: the same plan.
     assert main(["plan", "llama-3.1-70b", "--gpu", "mi355x", "--format", "fp8", "--json"]) == 0

@@ -327,46 +327,66 @@ def test_0010_sets_the_shipped_checkpoints_and_its_downgrade_clears_them(
         engine.dispose()
 
 
-def test_0011_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> None:
-    # Upgraded from 0010: the column arrives NOT NULL with 0 for every row, the shipped rows of
-    # gpu_updates.json get their datasheet figure (H100 SXM FP8 3,958 TFLOPS with sparsity ->
-    # 1,979 dense; RTX 4090's BF16 165.2 where the row had 0); the A100s keep 0 (no FP8).
+def gpu_columns_after_upgrade(
+    database_url: str, before: str, column: str, *others: str
+) -> dict[str, tuple[object, ...]]:
+    """Down to ``before`` (where ``column`` is not yet a GPU column), up to head, and each
+    GPU's ``column`` and ``others`` as head stores them, by slug."""
     from sqlalchemy import create_engine as create_sync_engine
     from sqlalchemy import text
 
     engine = create_sync_engine(sync_url(database_url))
     try:
-        downgrade(database_url, "0010")
-        assert "fp8_dense_tflops" not in {c["name"] for c in inspect(engine).get_columns("gpus")}
+        downgrade(database_url, before)
+        assert column not in {c["name"] for c in inspect(engine).get_columns("gpus")}
         migrate(database_url)
         with engine.begin() as conn:
-            rows = conn.execute(text("SELECT slug, fp8_dense_tflops, bf16_dense_tflops FROM gpus"))
-            stored = {slug: (fp8, bf16) for slug, fp8, bf16 in rows}
-        assert stored["h100-sxm"] == (1979.0, 989.0)
-        assert stored["mi300x"] == (2614.9, 1307.4)
-        assert stored["rtx-4090"] == (330.3, 165.2)
-        assert stored["a100-80gb"] == (0.0, 312.0)
+            rows = conn.execute(text(f"SELECT slug, {', '.join((column, *others))} FROM gpus"))
+            return {slug: tuple(values) for slug, *values in rows}
     finally:
         engine.dispose()
+
+
+def test_0011_adds_the_dense_fp8_peak_from_the_datasheets(database_url: str) -> None:
+    # Upgraded from 0010: the column arrives NOT NULL with 0 for every row, the shipped rows of
+    # gpu_updates.json get their datasheet figure (H100 SXM FP8 3,958 TFLOPS with sparsity ->
+    # 1,979 dense; RTX 4090's BF16 165.2 where the row had 0); the A100s keep 0 (no FP8).
+    stored = gpu_columns_after_upgrade(
+        database_url, "0010", "fp8_dense_tflops", "bf16_dense_tflops"
+    )
+    assert stored["h100-sxm"] == (1979.0, 989.0)
+    assert stored["mi300x"] == (2614.9, 1307.4)
+    assert stored["rtx-4090"] == (330.3, 165.2)
+    assert stored["a100-80gb"] == (0.0, 312.0)
 
 
 def test_0015_keeps_pcie_peer_to_peer_true_but_for_the_rtx_4090(database_url: str) -> None:
     # Upgraded from 0014: the column arrives NOT NULL and true for every row; gpu_updates.json
     # turns it off for the RTX 4090 (its driver refuses PCIe peer access).
-    from sqlalchemy import create_engine as create_sync_engine
-    from sqlalchemy import text
+    stored = {
+        slug: bool(p2p)
+        for slug, (p2p,) in gpu_columns_after_upgrade(
+            database_url, "0014", "pcie_peer_to_peer"
+        ).items()
+    }
+    assert stored["rtx-4090"] is False
+    assert stored["l40s"] is True
+    assert stored["h100-pcie"] is True
+    assert [s for s, p2p in stored.items() if not p2p] == ["rtx-4090"]
 
-    engine = create_sync_engine(sync_url(database_url))
-    try:
-        downgrade(database_url, "0014")
-        assert "pcie_peer_to_peer" not in {c["name"] for c in inspect(engine).get_columns("gpus")}
-        migrate(database_url)
-        with engine.begin() as conn:
-            rows = conn.execute(text("SELECT slug, pcie_peer_to_peer FROM gpus"))
-            stored = {slug: bool(p2p) for slug, p2p in rows}
-        assert stored["rtx-4090"] is False
-        assert stored["l40s"] is True
-        assert stored["h100-pcie"] is True
-        assert [s for s, p2p in stored.items() if not p2p] == ["rtx-4090"]
-    finally:
-        engine.dispose()
+
+def test_0016_adds_the_dense_fp4_peak_from_the_datasheets(database_url: str) -> None:
+    # Upgraded from 0015: the column arrives NOT NULL with 0 for every row; gpu_updates.json
+    # gives the FP4-capable shipped GPUs theirs, half the sparse datasheet figure: HGX B200
+    # 144 PF for 8 GPUs -> 18 -> 9,000 TFLOPS; GB200 NVL72 1,440 PF for 72 -> 20 -> 10,000;
+    # MI355X MXFP4 10 PF dense (256 CUs x 16,384 FLOPs a clock x 2.4 GHz = 10,066.4 TFLOPS).
+    stored = {
+        slug: fp4
+        for slug, (fp4,) in gpu_columns_after_upgrade(
+            database_url, "0015", "fp4_dense_tflops"
+        ).items()
+    }
+    assert stored["b200"] == 9000.0
+    assert stored["gb200"] == 10000.0
+    assert stored["mi355x"] == 10066.4
+    assert {s for s, fp4 in stored.items() if fp4} == {"b200", "gb200", "mi355x"}

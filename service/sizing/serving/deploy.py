@@ -227,15 +227,24 @@ def gemm_peaks(
     only an MXFP4 checkpoint's experts run at FP8's, else 0): where ``engine`` feeds the MXFP4
     experts BF16 activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate. A dense
     (``moe`` false) MXFP4 checkpoint is AMD Quark's, every linear layer 4-bit: FP4 GEMMs where
-    the weights stay packed (``quark_mxfp4_packed``; taken at the FP8 rate, as FP4-capable AMD
-    GPUs' MXFP4 experts are, the catalogue having no FP4 figure), BF16 ones where vLLM
-    dequantised them at load."""
+    the weights stay packed (``quark_mxfp4_packed``: the FP8 peak here, for attention; the
+    linear layers' own in ``fp4_dense_peak``), BF16 ones where vLLM dequantised them at load."""
     if weight_format == "mxfp4":
         fp4_kernel = mxfp4_fp8_experts(gpu, engine) if moe else quark_mxfp4_packed(gpu)
         if fp4_kernel and runs_fp8(gpu, weight_format):
             return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s if moe else 0.0
         return peak_flops_per_s(gpu, "bf16"), False, 0.0
     return peak_flops_per_s(gpu, weight_format), runs_fp8(gpu, weight_format), 0.0
+
+
+def fp4_dense_peak(gpu: GpuSpec, weight_format: str, moe: bool) -> float:
+    """The FP4 peak a packed Quark MXFP4 checkpoint's linear layers run at: vLLM's
+    ``QuarkW4A4MXFP4`` quantises each activation to MXFP4 (AITER's ``dynamic_mxfp4_quant``)
+    and multiplies it by the packed weights on the FP4 matrix cores (``gemm_afp4wfp4``).
+    0 elsewhere, and where the catalogue has no FP4 figure (the FP8 peak then stands in)."""
+    if weight_format == "mxfp4" and not moe and quark_mxfp4_packed(gpu):
+        return gpu.fp4_dense_flops_per_s
+    return 0.0
 
 
 def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> StepCosts:
@@ -284,6 +293,7 @@ def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> S
         peak_flops_per_s=peak,
         fp8_gemms=fp8_gemms,
         bf16_dense_flops_per_s=bf16_dense,
+        fp4_dense_flops_per_s=fp4_dense_peak(d.gpu, d.weight_format, m.is_moe),
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),

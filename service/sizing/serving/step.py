@@ -88,6 +88,10 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     """The BF16 peak of the dense GEMMs and attention where only the routed experts run at
     ``peak_flops_per_s`` (an MXFP4 checkpoint, whose experts alone are 4-bit, on an FP4-capable
     GPU: ``deploy.gemm_peaks``); 0: every GEMM runs at ``peak_flops_per_s``."""
+    fp4_dense_flops_per_s: float = 0.0
+    """The FP4 peak the dense GEMMs run at where every linear layer multiplies 4-bit weights by
+    4-bit activations (a packed Quark MXFP4 checkpoint: ``deploy.fp4_dense_peak``); attention
+    and any experts keep ``peak_flops_per_s``. 0: none."""
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and
     per-sequence work overlaps the GPU's instead of adding to it)."""
@@ -139,7 +143,12 @@ def step_time(
     if costs.fp8_gemms:
         # The dense FP8 GEMMs and the routed experts' grouped ones run different kernels.
         dense_scale = eff.fp8_dense_flops_scale
-        dense_peak = peak * (eff.fp8_flops_scale if dense_scale is None else dense_scale)
+        dense_scale = eff.fp8_flops_scale if dense_scale is None else dense_scale
+        dense_peak = peak * dense_scale
+        if costs.fp4_dense_flops_per_s > 0:
+            # Block-scaled too (a scale per 32 values, the activations quantised first): taken
+            # at the dense FP8 GEMMs' share of their own peak, no FP4 measurement being known.
+            dense_peak = costs.fp4_dense_flops_per_s * eff.flops_fraction * dense_scale
         peak *= eff.fp8_flops_scale
     attention_peak = peak
     if costs.bf16_dense_flops_per_s > 0:

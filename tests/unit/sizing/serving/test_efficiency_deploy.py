@@ -102,25 +102,26 @@ def test_mxfp4_experts_run_at_the_fp8_rate_only_where_the_engine_feeds_them_mxfp
 
 def test_a_dense_mxfp4_checkpoint_multiplies_in_fp4_only_where_vllm_keeps_it_packed() -> None:
     # A dense MXFP4 checkpoint is AMD Quark's W4A4: vLLM keeps it packed where the platform
-    # multiplies MX formats (ROCm gfx95x: the MI355X, AMD with fp4), taken at the FP8 peak
-    # (5,033.2 TFLOPS, no dense BF16 share: every linear layer is 4-bit); elsewhere it
-    # dequantises the weights to BF16 at load, so the GEMMs run at BF16's (B200 2,250, H100
-    # 989, MI300X 1,307.4 TFLOPS), whatever the engine's MXFP4 MoE kernels do.
+    # multiplies MX formats (ROCm gfx95x: the MI355X, AMD with fp4): its linear layers run at
+    # the FP4 peak (10,066.4 TFLOPS, twice the 5,033.2 of FP8, which attention keeps; no dense
+    # BF16 share: every linear layer is 4-bit); elsewhere it dequantises the weights to BF16 at
+    # load, so the GEMMs run at BF16's (B200 2,250, H100 989, MI300X 1,307.4 TFLOPS) and the
+    # B200's own FP4 peak goes unused, whatever the engine's MXFP4 MoE kernels do.
     cat = local_catalogue()
     model = cat.model("llama-3.1-70b")
 
-    def costs(slug: str, engine: Engine) -> tuple[bool, float, float]:
+    def costs(slug: str, engine: Engine) -> tuple[bool, float, float, float]:
         gpu = cat.gpu(slug)
         config = EngineConfig(max_model_len=8192, quantization="mxfp4")
         d = Deployment(model=model, gpu=gpu, weight_format="mxfp4")
         c, _, _ = replica_inputs(d, predict_vllm(model, gpu, config), engine)
-        return c.fp8_gemms, c.peak_flops_per_s, c.bf16_dense_flops_per_s
+        return c.fp8_gemms, c.peak_flops_per_s, c.bf16_dense_flops_per_s, c.fp4_dense_flops_per_s
 
-    assert costs("mi355x", "vllm") == (True, 5033.2e12, 0.0)
-    assert costs("b200", "vllm") == (False, 2250e12, 0.0)
-    assert costs("b200", "sglang") == (False, 2250e12, 0.0)
-    assert costs("h100-sxm", "vllm") == (False, 989e12, 0.0)
-    assert costs("mi300x", "vllm") == (False, 1307.4e12, 0.0)
+    assert costs("mi355x", "vllm") == (True, 5033.2e12, 0.0, 10066.4e12)
+    assert costs("b200", "vllm") == (False, 2250e12, 0.0, 0.0)
+    assert costs("b200", "sglang") == (False, 2250e12, 0.0, 0.0)
+    assert costs("h100-sxm", "vllm") == (False, 989e12, 0.0, 0.0)
+    assert costs("mi300x", "vllm") == (False, 1307.4e12, 0.0, 0.0)
 
 
 def test_tensorrt_llm_serves_mxfp4_experts_on_hopper_and_blackwell_only() -> None:

@@ -88,6 +88,29 @@ def test_dense_fp8_gemms_take_their_own_scale_and_the_experts_the_shared_one() -
     assert step(eff(fp8_flops_scale=0.5)) == pytest.approx(4e-3, rel=1e-6)
 
 
+def test_fp4_linear_layers_run_at_the_fp4_peak_and_attention_at_the_fp8_one() -> None:
+    # 16 prompt tokens, each attending to 1e3 context tokens at 1e5 FLOPs: 1.6e9 attention FLOPs
+    # at the FP8 peak 1e12 x 0.5 = 3.2 ms; the linear layers' 16 x 2.5e8 = 4e9 FLOPs at the FP4
+    # peak 2e12 x the dense scale 0.8 = 2.5 ms (their 1 ms of reads hidden): 5.7 ms. Without
+    # the FP4 figure they take the FP8 peak's 1e12 x 0.8: 5 ms, and 8.2 ms in all.
+    fp8 = msgspec.structs.replace(UNIT, fp8_gemms=True, attention_flops_per_context_token=1e5)
+    fp4 = msgspec.structs.replace(fp8, fp4_dense_flops_per_s=2e12)
+    scales = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
+
+    def step(costs: StepCosts) -> float:
+        return step_time(
+            costs,
+            scales,
+            prefill_tokens=16,
+            prefill_context=1000,
+            decode_sequences=0,
+            decode_context=0,
+        ).total_s
+
+    assert step(fp4) == pytest.approx(5.7e-3, rel=1e-9)
+    assert step(fp8) == pytest.approx(8.2e-3, rel=1e-9)
+
+
 def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
     # 10 decoding sequences x 100 us = 1 ms on the host; the GPU: 10 x 2.5e8 = 2.5e9 FLOPs
     # = 2.5 ms against 1 ms of reads: 2.5 ms. Serial 3.5 ms; overlapped max(2.5, 1) = 2.5 ms.
