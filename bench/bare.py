@@ -45,7 +45,7 @@ app = Litestar([healthz, plan, verify, matrix], logging_config=None, openapi_con
 
 
 if __name__ == "__main__":
-    from service.__main__ import serve_workers
+    from service.workers import serve_workers
 
     parser = argparse.ArgumentParser(description="the bare app with several uvicorn workers")
     parser.add_argument("--workers", type=int, default=2)

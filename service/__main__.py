@@ -31,26 +31,6 @@ async def _create_key(settings: Settings, principal: str, role: str) -> str:
         await engine.dispose()
 
 
-def serve_workers(
-    workers: int, options: dict[str, Any], app: str = "service.app:create_app", factory: bool = True
-) -> None:
-    """``workers`` uvicorn worker processes on one listening socket, each importing ``app``
-    (create_app reads the same environment in each; bench/bare.py passes the bare app, so
-    that its two workers start the same way). What uvicorn.run(workers=N) does, with
-    TCP_NODELAY set on the listening socket (accepted sockets inherit it): uvicorn binds that
-    socket without naming the TCP protocol, so asyncio leaves Nagle's algorithm on for every
-    connection, and a keep-alive client waits for delayed ACKs (about 40 ms an answer)."""
-    import socket
-
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
-    config = uvicorn.Config(app, factory=factory, workers=workers, **options)
-    sock = config.bind_socket()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    Multiprocess(config, sockets=[sock]).run()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
     # prog given: argparse would build a help formatter to compute it, which imports shutil
@@ -147,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             "proxy_headers": False,
         }
         if settings.workers > 1:
+            from service.workers import serve_workers
+
             serve_workers(settings.workers, options)
         else:
             uvicorn.run(create_app(settings), **options)
