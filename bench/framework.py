@@ -7,7 +7,8 @@ in this process keeps a few keep-alive connections busy (pipelined requests: the
 little next to the server) for a fixed time, the bare app and the service taking turns, several
 rounds; each side's best round counts. Reports each ratio (service / bare requests per second)
 beside its goal, then the throughput of two workers against one, the service's and the bare
-app's (what this machine's two CPUs allow a server that does nothing). Beside each line, the
+app's (what this machine's two CPUs allow a server that does nothing), measured with wrk where
+it is installed (its client costs the shared CPUs far less than this one). Beside each line, the
 share of the CPUs' time the hypervisor gave to other guests meanwhile (steal, from /proc/stat):
 a quiet machine shows none. Ratios measured in one run, never absolute budgets: a busy machine
 slows both sides. Run: `python bench/framework.py` (or
