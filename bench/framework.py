@@ -280,7 +280,7 @@ def main() -> None:
 
     directory = Path(tempfile.mkdtemp(prefix="planner-http-bench-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     python = sys.executable
     bare_argv = [python, "-m", "uvicorn", "bench.bare:app", "--log-level", "warning"]
     bare_argv.append("--no-access-log")

@@ -53,7 +53,7 @@ async def main() -> None:
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="planner-inprocess-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     # As bench/framework.py runs the service: the rate limit off, every JSON line written.
     app = create_app(Settings(database_url=url, rate_limit_per_minute=0, log_level="INFO"))
     handler = logging.getLogger().handlers[-1]

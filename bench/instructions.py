@@ -111,7 +111,7 @@ def main() -> None:
 
     directory = Path(tempfile.mkdtemp(prefix="planner-callgrind-db-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     python = sys.executable
     bare = [python, "-m", "uvicorn", "bench.bare:app", "--log-level", "warning", "--no-access-log"]
     service = [python, "-m", "service", "serve"]

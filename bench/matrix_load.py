@@ -51,7 +51,7 @@ async def under_load(app: Any, body: dict[str, Any]) -> tuple[float, int, int, l
 async def main() -> None:
     directory = Path(tempfile.mkdtemp(prefix="planner-bench-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     app = create_app(Settings(database_url=url, rate_limit_per_minute=0, log_level="WARNING"))
     logging.getLogger().handlers[-1].stream = open("/dev/null", "w")  # noqa: SIM115
     catalogue = local_catalogue()

@@ -35,7 +35,7 @@ async def per_request(app: Any, method: str, path: str, body: bytes, n: int) -> 
 async def main() -> None:
     directory = Path(tempfile.mkdtemp(prefix="planner-bench-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     app = create_app(Settings(database_url=url, rate_limit_per_minute=10**9, log_level="INFO"))
     logging.getLogger().handlers[-1].stream = open("/dev/null", "w")  # noqa: SIM115  (log cost kept, output dropped)
     middleware = app.asgi_handler

@@ -61,7 +61,7 @@ def per_call(fn: object, number: int) -> float:
 async def main() -> None:
     directory = Path(tempfile.mkdtemp(prefix="planner-bench-"))
     url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
-    migrate(url)
+    migrate(url, quiet=True)
     app = create_app(Settings(database_url=url, rate_limit_per_minute=0, log_level="WARNING"))
     logging.getLogger().handlers[-1].stream = open("/dev/null", "w")  # noqa: SIM115
     async with app.lifespan():

@@ -33,9 +33,22 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
-def migrate(database_url: str, revision: str = "head") -> None:
+def migrate(database_url: str, revision: str = "head", *, quiet: bool = False) -> None:
+    """``quiet``: alembic's log lines (each revision's docstring) are not printed, so that a
+    benchmark's own output stays readable."""
     ensure_sqlite_directory(database_url)
-    command.upgrade(alembic_config(database_url), revision)
+    config = alembic_config(database_url)
+    if not quiet:
+        command.upgrade(config, revision)
+        return
+    config.attributes["configure_logger"] = False  # migrations/env.py: no fileConfig
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # also where an earlier migration configured it
+    try:
+        command.upgrade(config, revision)
+    finally:
+        logger.setLevel(level)
 
 
 def downgrade(database_url: str, revision: str = "base") -> None:
