@@ -222,34 +222,30 @@ def peak_flops_per_s(gpu: GpuSpec, weight_format: str) -> float:
 
 def gemm_peaks(
     gpu: GpuSpec, weight_format: str, engine: Engine, moe: bool = True
-) -> tuple[float, bool, float]:
+) -> tuple[float, bool, float, float]:
     """(the peak the GEMMs run at, whether it is FP8's, the BF16 peak of the dense layers where
-    only an MXFP4 checkpoint's experts run at FP8's, else 0): where ``engine`` feeds the MXFP4
-    experts BF16 activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate. A dense
-    (``moe`` false) MXFP4 checkpoint is AMD Quark's, every linear layer 4-bit: FP4 GEMMs where
-    the weights stay packed (``quark_mxfp4_packed``: the FP8 peak here, for attention; the
-    linear layers' own in ``fp4_dense_peak``), BF16 ones where vLLM dequantised them at load."""
+    only an MXFP4 checkpoint's experts run at FP8's, else 0, the FP4 peak of the linear layers
+    where every one is 4-bit, else 0): where ``engine`` feeds the MXFP4 experts BF16
+    activations (``mxfp4_fp8_experts``), every GEMM runs at the BF16 rate. A dense (``moe``
+    false) MXFP4 checkpoint is AMD Quark's, every linear layer 4-bit: FP4 GEMMs where the
+    weights stay packed (``quark_mxfp4_packed``: vLLM's ``QuarkW4A4MXFP4`` quantises each
+    activation to MXFP4, AITER's ``dynamic_mxfp4_quant``, and multiplies it by the packed
+    weights on the FP4 matrix cores, ``gemm_afp4wfp4``; attention at the FP8 peak, and the
+    linear layers too where the catalogue has no FP4 figure), BF16 ones where vLLM
+    dequantised them at load."""
     if weight_format == "mxfp4":
         fp4_kernel = mxfp4_fp8_experts(gpu, engine) if moe else quark_mxfp4_packed(gpu)
         if fp4_kernel and runs_fp8(gpu, weight_format):
-            return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s if moe else 0.0
-        return peak_flops_per_s(gpu, "bf16"), False, 0.0
-    return peak_flops_per_s(gpu, weight_format), runs_fp8(gpu, weight_format), 0.0
-
-
-def fp4_dense_peak(gpu: GpuSpec, weight_format: str, moe: bool) -> float:
-    """The FP4 peak a packed Quark MXFP4 checkpoint's linear layers run at: vLLM's
-    ``QuarkW4A4MXFP4`` quantises each activation to MXFP4 (AITER's ``dynamic_mxfp4_quant``)
-    and multiplies it by the packed weights on the FP4 matrix cores (``gemm_afp4wfp4``).
-    0 elsewhere, and where the catalogue has no FP4 figure (the FP8 peak then stands in)."""
-    if weight_format == "mxfp4" and not moe and quark_mxfp4_packed(gpu):
-        return gpu.fp4_dense_flops_per_s
-    return 0.0
+            if moe:
+                return gpu.fp8_dense_flops_per_s, True, gpu.bf16_dense_flops_per_s, 0.0
+            return gpu.fp8_dense_flops_per_s, True, 0.0, gpu.fp4_dense_flops_per_s
+        return peak_flops_per_s(gpu, "bf16"), False, 0.0, 0.0
+    return peak_flops_per_s(gpu, weight_format), runs_fp8(gpu, weight_format), 0.0, 0.0
 
 
 def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> StepCosts:
     m, t = d.model, d.tensor_parallel
-    peak, fp8_gemms, bf16_dense = gemm_peaks(d.gpu, d.weight_format, engine, m.is_moe)
+    peak, fp8_gemms, bf16_dense, fp4_dense = gemm_peaks(d.gpu, d.weight_format, engine, m.is_moe)
     ep = d.expert_parallel if m.is_moe else 1
     require(
         ep >= 1 and t % ep == 0 and (m.experts % ep == 0),
@@ -293,7 +289,7 @@ def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> S
         peak_flops_per_s=peak,
         fp8_gemms=fp8_gemms,
         bf16_dense_flops_per_s=bf16_dense,
-        fp4_dense_flops_per_s=fp4_dense_peak(d.gpu, d.weight_format, m.is_moe),
+        fp4_dense_flops_per_s=fp4_dense,
         hbm_bytes_per_s=float(d.gpu.hbm_bytes_per_s),
         link_bytes_per_s=float(link.bytes_per_s_per_direction) if (link and t > 1) else 0.0,
         kernels=kernels_per_step(m, d.pipeline_parallel),

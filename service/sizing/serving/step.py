@@ -90,7 +90,7 @@ class StepCosts(msgspec.Struct, frozen=True, kw_only=True):
     GPU: ``deploy.gemm_peaks``); 0: every GEMM runs at ``peak_flops_per_s``."""
     fp4_dense_flops_per_s: float = 0.0
     """The FP4 peak the dense GEMMs run at where every linear layer multiplies 4-bit weights by
-    4-bit activations (a packed Quark MXFP4 checkpoint: ``deploy.fp4_dense_peak``); attention
+    4-bit activations (a packed Quark MXFP4 checkpoint: ``deploy.gemm_peaks``); attention
     and any experts keep ``peak_flops_per_s``. 0: none."""
     async_scheduling: bool = False
     """The engine prepares the next step while the GPU runs this one (the host's per-step and

@@ -35,33 +35,29 @@ def eff(**kw: float) -> Efficiency:
     )
 
 
+def prefill_s(costs: StepCosts, scales: Efficiency, tokens: float, context: float = 0) -> float:
+    """One step of ``tokens`` prompt tokens (each attending to ``context``), nothing decoding."""
+    return step_time(
+        costs,
+        scales,
+        prefill_tokens=tokens,
+        prefill_context=context,
+        decode_sequences=0,
+        decode_context=0,
+    ).total_s
+
+
 def test_a_kernel_hides_its_overlap_share_of_the_shorter_side() -> None:
     # 2 tokens x 2.5e8 FLOPs = 5e8 / 1e12 = 0.5 ms of math; 1e9 B / 1e12 = 1 ms of reads.
     # Overlap 1: max = 1 ms; 0.5: 1 + 0.5 x 0.5 = 1.25 ms; 0: 1.5 ms.
     for hide, want in ((1.0, 1.0e-3), (0.5, 1.25e-3), (0.0, 1.5e-3)):
-        t = step_time(
-            UNIT,
-            eff(kernel_overlap=hide),
-            prefill_tokens=2,
-            prefill_context=0,
-            decode_sequences=0,
-            decode_context=0,
-        )
-        assert t.total_s == pytest.approx(want, rel=1e-9)
+        assert prefill_s(UNIT, eff(kernel_overlap=hide), 2) == pytest.approx(want, rel=1e-9)
 
 
 def test_fp8_gemms_reach_the_scaled_fraction_of_their_peak() -> None:
     # 8 tokens: 2e9 FLOPs at 1e12 x 0.5 = 4 ms (> the 1 ms of reads, overlap 1).
     fp8 = msgspec.structs.replace(UNIT, fp8_gemms=True)
-    t = step_time(
-        fp8,
-        eff(fp8_flops_scale=0.5),
-        prefill_tokens=8,
-        prefill_context=0,
-        decode_sequences=0,
-        decode_context=0,
-    )
-    assert t.total_s == pytest.approx(4e-3, rel=1e-9)
+    assert prefill_s(fp8, eff(fp8_flops_scale=0.5), 8) == pytest.approx(4e-3, rel=1e-9)
 
 
 def test_dense_fp8_gemms_take_their_own_scale_and_the_experts_the_shared_one() -> None:
@@ -77,15 +73,9 @@ def test_dense_fp8_gemms_take_their_own_scale_and_the_experts_the_shared_one() -
         expert_bytes_per_expert=1,
         expert_flops_per_token=1e8,
     )
-
-    def step(scales: Efficiency) -> float:
-        return step_time(
-            moe, scales, prefill_tokens=8, prefill_context=0, decode_sequences=0, decode_context=0
-        ).total_s
-
     split = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
-    assert step(split) == pytest.approx(3.1e-3, rel=1e-6)
-    assert step(eff(fp8_flops_scale=0.5)) == pytest.approx(4e-3, rel=1e-6)
+    assert prefill_s(moe, split, 8) == pytest.approx(3.1e-3, rel=1e-6)
+    assert prefill_s(moe, eff(fp8_flops_scale=0.5), 8) == pytest.approx(4e-3, rel=1e-6)
 
 
 def test_fp4_linear_layers_run_at_the_fp4_peak_and_attention_at_the_fp8_one() -> None:
@@ -96,19 +86,8 @@ def test_fp4_linear_layers_run_at_the_fp4_peak_and_attention_at_the_fp8_one() ->
     fp8 = msgspec.structs.replace(UNIT, fp8_gemms=True, attention_flops_per_context_token=1e5)
     fp4 = msgspec.structs.replace(fp8, fp4_dense_flops_per_s=2e12)
     scales = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
-
-    def step(costs: StepCosts) -> float:
-        return step_time(
-            costs,
-            scales,
-            prefill_tokens=16,
-            prefill_context=1000,
-            decode_sequences=0,
-            decode_context=0,
-        ).total_s
-
-    assert step(fp4) == pytest.approx(5.7e-3, rel=1e-9)
-    assert step(fp8) == pytest.approx(8.2e-3, rel=1e-9)
+    assert prefill_s(fp4, scales, 16, 1000) == pytest.approx(5.7e-3, rel=1e-9)
+    assert prefill_s(fp8, scales, 16, 1000) == pytest.approx(8.2e-3, rel=1e-9)
 
 
 def test_the_host_adds_to_the_step_unless_the_engine_overlaps_it() -> None:
@@ -134,10 +113,7 @@ def test_activations_stream_every_token_through_every_rank() -> None:
     # 3 prompt tokens x 1e8 B = 3e8 B at 1e12 B/s = 0.3 ms, after the GEMMs' max(0.75 ms of
     # math, 1 ms of reads) = 1 ms: 1.3 ms.
     costs = msgspec.structs.replace(UNIT, activation_bytes_per_token=1e8)
-    t = step_time(
-        costs, eff(), prefill_tokens=3, prefill_context=0, decode_sequences=0, decode_context=0
-    )
-    assert t.total_s == pytest.approx(1.3e-3, rel=1e-9)
+    assert prefill_s(costs, eff(), 3) == pytest.approx(1.3e-3, rel=1e-9)
 
 
 def test_activation_bytes_count_hidden_and_intermediate_passes() -> None:
@@ -257,16 +233,5 @@ def test_an_mxfp4_checkpoints_dense_gemms_and_attention_run_at_the_bf16_peak() -
     )
     mxfp4 = msgspec.structs.replace(fp8, bf16_dense_flops_per_s=5e11)
     scales = msgspec.structs.replace(eff(fp8_flops_scale=0.5), fp8_dense_flops_scale=0.8)
-
-    def step(costs: StepCosts) -> float:
-        return step_time(
-            costs,
-            scales,
-            prefill_tokens=8,
-            prefill_context=100,
-            decode_sequences=0,
-            decode_context=0,
-        ).total_s
-
-    assert step(mxfp4) == pytest.approx(4.8e-3, rel=1e-6)
-    assert step(fp8) == pytest.approx(2.6e-3, rel=1e-6)
+    assert prefill_s(mxfp4, scales, 8, 100) == pytest.approx(4.8e-3, rel=1e-6)
+    assert prefill_s(fp8, scales, 8, 100) == pytest.approx(2.6e-3, rel=1e-6)
