@@ -17,6 +17,8 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
+logger = logging.getLogger("uvicorn.error")
+
 
 def listening_sockets(config: uvicorn.Config, count: int) -> list[socket.socket]:
     """``count`` TCP sockets bound to the configured host and port with SO_REUSEPORT (port 0:
@@ -71,6 +73,11 @@ class Supervisor(Multiprocess):
             if not new.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
                 new.kill()
                 new.join()
+                if not self.should_exit.is_set():
+                    logger.error(
+                        f"New child process [{new.pid}] was not ready in time; "
+                        f"keeping worker [{old.pid}] and aborting the restart."
+                    )
                 return
             old.terminate()
             old.join()
@@ -86,10 +93,12 @@ class Supervisor(Multiprocess):
             process.join()
             if process.exitcode == STARTUP_FAILURE:
                 # The app or its settings are broken: every restart would fail alike.
+                logger.error(f"Child process [{process.pid}] failed to start, stopping.")
                 self.should_exit.set()
                 return
             if self.should_exit.is_set():
                 return
+            logger.info(f"Child process [{process.pid}] died")
             self.processes[index] = self._start(index)
 
 
@@ -103,6 +112,6 @@ def serve_workers(
     try:
         sockets = listening_sockets(config, workers)
     except OSError as exc:  # as uvicorn answers a port it cannot bind
-        logging.getLogger("uvicorn.error").error(exc)
+        logger.error(exc)
         sys.exit(STARTUP_FAILURE)
     Supervisor(config, sockets).run()

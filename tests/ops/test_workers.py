@@ -1,6 +1,7 @@
 """`serve` with WORKERS > 1: uvicorn workers on one port, each on a SO_REUSEPORT socket of its
 own (service/workers.py), so that connections opened together spread over them."""
 
+import logging
 import os
 import select
 import signal
@@ -143,6 +144,7 @@ class _FakeProcess:
 
     def __init__(self, config: Any, sockets: list[socket.socket]) -> None:
         self.sockets, self.alive, self.exitcode = sockets, True, 1
+        self.pid = 1000 + len(_FakeProcess.made)
         _FakeProcess.made.append(self)
 
     def start(self) -> None:
@@ -163,26 +165,34 @@ class _FakeProcess:
         pass
 
 
-def test_a_dead_worker_is_replaced_on_its_own_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dead_worker_is_replaced_on_its_own_socket(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     # Worker i listens on socket i; the one that dies is replaced on the same socket (its
     # queue would otherwise wait unserved), and SIGHUP's rolling restart keeps the slots.
     monkeypatch.setattr(service.workers, "Process", _FakeProcess)
     monkeypatch.setattr(_FakeProcess, "made", [])
-    sockets = listening_sockets(uvicorn.Config("x:app", host="127.0.0.1", port=0), 3)
+    config = uvicorn.Config("x:app", host="127.0.0.1", port=0, workers=3, log_config=None)
+    sockets = listening_sockets(config, 3)
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}  # the supervisor takes them
+    caplog.set_level(logging.INFO, logger="uvicorn.error")
+    # Straight on the logger: an earlier uvicorn.Config's logging stops "uvicorn" propagating.
+    logging.getLogger("uvicorn.error").addHandler(caplog.handler)
     try:
-        supervisor = Supervisor(uvicorn.Config("x:app", workers=3), sockets)
+        supervisor = Supervisor(config, sockets)
         supervisor.init_processes()
         assert [p.sockets for p in _FakeProcess.made] == [[s] for s in sockets]
         supervisor.processes[1].alive = False  # type: ignore[attr-defined]
         supervisor.keep_subprocess_alive()
         assert len(_FakeProcess.made) == 4 and _FakeProcess.made[3].sockets == [sockets[1]]
+        assert "Child process [1001] died" in caplog.text  # as uvicorn's supervisor says
         assert supervisor.processes[1] is _FakeProcess.made[3]  # type: ignore[comparison-overlap]
         supervisor.restart_all()
         assert [p.sockets for p in _FakeProcess.made[4:]] == [[s] for s in sockets]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
         for sock in sockets:
             sock.close()
 
