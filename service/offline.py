@@ -40,7 +40,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         *("hbm_bytes_per_s", "nvlink", "host_link", "fp8", "fp4", "gpus_per_node"),
         *("bf16_dense_tflops", "fp8_dense_tflops", "tdp_w", "currency", "hourly_price_cents"),
         *("purchase_price_cents", "price_observed_on", "price_source", "pcie_peer_to_peer"),
-        "fp4_dense_tflops",
+        *("fp4_dense_tflops", "torch_visible_bytes"),
     ),
     "models": (
         *_SHARED,
@@ -76,7 +76,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         **{"vendor": "", "architecture": "", "memory_type": "", "driver_visible_bytes": 0},
         **{"fp8": False, "fp4": False, "gpus_per_node": 8, "bf16_dense_tflops": 0.0},
         **{"fp8_dense_tflops": 0.0, "tdp_w": 0, "price_source": "", "pcie_peer_to_peer": True},
-        "fp4_dense_tflops": 0.0,
+        **{"fp4_dense_tflops": 0.0, "torch_visible_bytes": 0},
     },
     "models": {
         **_SHARED_DEFAULTS,
@@ -122,8 +122,8 @@ def _rows(table: str, file_names: tuple[str, ...]) -> list[ShippedRow]:
 
 class LocalCatalogue:
     """The rows the migrations ship (0002, 0007's additions, the corrections of 0007, 0008,
-    0010, 0011, 0015 and 0016), as the server's catalogue cache holds them: resolved by slug or
-    alias the way the server resolves."""
+    0010, 0011, 0015, 0016 and 0017), as the server's catalogue cache holds them: resolved by
+    slug or alias the way the server resolves."""
 
     def __init__(self) -> None:
         self.snapshot = snapshot_of({t: _rows(t, f) for t, f in SHIPPED})

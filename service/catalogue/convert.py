@@ -31,6 +31,28 @@ def pcie_peer_to_peer(row: "Gpu") -> bool:
     return not (row.vendor == "NVIDIA" and "GeForce" in row.name.split())
 
 
+PRE_0017_RESERVE_BYTES: dict[str, int] = {
+    **{"h100-sxm": 494_000_000, "a100-80gb": 805_000_000, "a100-40gb": 655_000_000},
+    **{"h200": 634_975_683, "l40s": 728_298_946, "rtx-4090": 0, "mi300x": -314_000_000},
+    "mi355x": 0,
+}
+"""Before migration 0017 the vllm method took torch's total as nvidia-smi's less these, looked
+up by the shipped GPU's slug (0017 stores the same totals in the rows)."""
+
+
+def torch_visible_total(row: "Gpu") -> int:
+    """The row's ``torch_visible_bytes`` (migration 0017). A saved plan's snapshot taken before
+    that migration has no such column: it keeps the answer it was planned with, when the total
+    was nvidia-smi's less a reserve found by the row's slug (0: the default reserve)."""
+    stored: int | None = getattr(row, "torch_visible_bytes", None)
+    if stored is not None:
+        return stored
+    reserve = PRE_0017_RESERVE_BYTES.get(row.slug)
+    if reserve is None:
+        return 0
+    return (row.driver_visible_bytes or row.memory_bytes) - reserve
+
+
 def gpu_spec_of(row: "Gpu", links: dict[str, LinkSpec]) -> GpuSpec:
     """``links`` maps interconnect slugs to specs; the foreign keys guarantee they exist."""
     return GpuSpec(
@@ -38,6 +60,7 @@ def gpu_spec_of(row: "Gpu", links: dict[str, LinkSpec]) -> GpuSpec:
         name=row.name,
         memory_bytes=row.memory_bytes,
         driver_visible_bytes=row.driver_visible_bytes,
+        torch_visible_bytes=torch_visible_total(row),
         hbm_bytes_per_s=row.hbm_bytes_per_s,
         nvlink=links[row.nvlink] if row.nvlink else None,
         host_link=links[row.host_link] if row.host_link else None,

@@ -57,6 +57,8 @@ class Gpu(CatalogueRow, IdentityAuditBase):
     """Dense FP8 tensor-core peak (migration 0011); 0: no FP8 tensor cores, or not known."""
     fp4_dense_tflops: Mapped[float] = mapped_column(Float, default=0.0)
     """Dense FP4 x FP4 tensor-core peak (migration 0016); 0: none, or not known."""
+    torch_visible_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    """The device total torch.cuda.mem_get_info reports (migration 0017); 0: not measured."""
     tdp_w: Mapped[int] = mapped_column(Integer, default=0)
     pcie_peer_to_peer: Mapped[bool] = mapped_column(Boolean, default=True)
     """Two of these GPUs can read each other's memory over PCIe (migration 0015): false where

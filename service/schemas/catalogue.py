@@ -78,6 +78,10 @@ class GpuBody(msgspec.Struct, kw_only=True):
     """Marketed capacity in decimal bytes (80 GB -> 80000000000)."""
     driver_visible_bytes: Bytes = 0
     """nvidia-smi "Total" in bytes (81,559 MiB -> 85520809984); 0 when unknown."""
+    torch_visible_bytes: Bytes = 0
+    """The device total torch.cuda.mem_get_info reports, where vLLM's memory budget starts
+    (85026809984 on an H100 SXM); 0 when not measured: driver_visible_bytes less 494,000,000
+    (the H100's difference)."""
     hbm_bytes_per_s: PositiveBytes
     nvlink: Slug | None = None
     """Interconnect slug of the GPU-to-GPU fabric; null: splits run over PCIe."""

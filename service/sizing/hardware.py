@@ -31,6 +31,9 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Marketed capacity in decimal bytes (80 GB -> 80_000_000_000)."""
     driver_visible_bytes: int = 0
     """nvidia-smi "Total" in bytes (81,559 MiB -> 85_520_809_984); 0 when unknown."""
+    torch_visible_bytes: int = 0
+    """The device total that torch.cuda.mem_get_info reports, which vLLM's memory budget starts
+    from (79.18 GiB on an H100 whose nvidia-smi shows 79.65); 0 when not measured."""
     hbm_bytes_per_s: int
     nvlink: LinkSpec | None = None
     """The GPU-to-GPU fabric inside a node; None: splits run over PCIe."""
@@ -78,6 +81,7 @@ class GpuSpec(msgspec.Struct, frozen=True, kw_only=True):
 def validate_gpu(gpu: GpuSpec, field: str = "gpu") -> GpuSpec:
     require(gpu.memory_bytes > 0, f"{field}.memory_bytes", "must be positive")
     require(gpu.driver_visible_bytes >= 0, f"{field}.driver_visible_bytes", "must not be negative")
+    require(gpu.torch_visible_bytes >= 0, f"{field}.torch_visible_bytes", "must not be negative")
     require(gpu.hbm_bytes_per_s > 0, f"{field}.hbm_bytes_per_s", "must be positive")
     require(gpu.gpus_per_node > 0, f"{field}.gpus_per_node", "must be positive")
     return gpu

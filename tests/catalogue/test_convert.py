@@ -108,3 +108,22 @@ def test_the_fp4_peak_is_the_rows_tflops_and_none_in_a_snapshot_from_before_0016
     row = _gpu_row(fp4=True, fp4_dense_tflops=10066.4)
     assert gpu_spec_of(row, {}).fp4_dense_flops_per_s == 10066.4e12  # type: ignore[arg-type]
     assert gpu_spec_of(_gpu_row(), {}).fp4_dense_flops_per_s == 0.0  # type: ignore[arg-type]
+
+
+def test_the_torch_total_is_the_rows_column_not_its_slug() -> None:
+    # Migration 0017: the column decides. A row named "h200" that stores 0 is unmeasured (the
+    # core then takes the default reserve); another slug keeps the total it stores.
+    assert gpu_spec_of(_gpu_row(slug="h200", torch_visible_bytes=0), {}).torch_visible_bytes == 0  # type: ignore[arg-type]
+    row = _gpu_row(slug="my-h100", torch_visible_bytes=85_026_809_984)
+    assert gpu_spec_of(row, {}).torch_visible_bytes == 85_026_809_984  # type: ignore[arg-type]
+
+
+def test_a_snapshot_from_before_0017_keeps_the_slug_rule_it_was_planned_with() -> None:
+    # No torch_visible_bytes attribute: nvidia-smi's total less the reserve its slug had then.
+    # H200: 150,754,820,096 - 634,975,683 = 150,119,844,413 B; MI300X: 205,822,885,888 +
+    # 314,000,000 = 206,136,885,888 B; an unlisted slug: 0, the core's default reserve.
+    h200 = _gpu_row(slug="h200", driver_visible_bytes=150_754_820_096)
+    assert gpu_spec_of(h200, {}).torch_visible_bytes == 150_119_844_413  # type: ignore[arg-type]
+    mi300x = _gpu_row(slug="mi300x", driver_visible_bytes=205_822_885_888)
+    assert gpu_spec_of(mi300x, {}).torch_visible_bytes == 206_136_885_888  # type: ignore[arg-type]
+    assert gpu_spec_of(_gpu_row(slug="b200"), {}).torch_visible_bytes == 0  # type: ignore[arg-type]

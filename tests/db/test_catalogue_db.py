@@ -390,3 +390,23 @@ def test_0016_adds_the_dense_fp4_peak_from_the_datasheets(database_url: str) -> 
     assert stored["gb200"] == 10000.0
     assert stored["mi355x"] == 10066.4
     assert {s for s, fp4 in stored.items() if fp4} == {"b200", "gb200", "mi355x"}
+
+
+def test_0017_adds_the_torch_visible_totals_read_from_start_up_logs(database_url: str) -> None:
+    # Upgraded from 0016: the column arrives NOT NULL with 0 for every row; gpu_updates.json
+    # gives the GPUs with a log theirs: H100 SXM 79.18 GiB in the llm-d logs, nvidia-smi's
+    # 85,520,809,984 B less 494,000,000; A100 80GB 80 GiB (85,899,345,920 B) less 805,000,000;
+    # MI300X above its driver figure, 205,822,885,888 + 314,000,000 B. The B200 has no log.
+    stored = {
+        slug: total
+        for slug, (total,) in gpu_columns_after_upgrade(
+            database_url, "0016", "torch_visible_bytes"
+        ).items()
+    }
+    assert stored["h100-sxm"] == 85_026_809_984
+    assert stored["a100-80gb"] == 85_094_345_920
+    assert stored["mi300x"] == 206_136_885_888
+    assert stored["b200"] == 0
+    assert {s for s, total in stored.items() if total} == {
+        *("h100-sxm", "a100-80gb", "a100-40gb", "h200", "l40s", "rtx-4090", "mi300x", "mi355x")
+    }

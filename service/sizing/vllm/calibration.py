@@ -4,30 +4,10 @@ accuracy``) and the sizes read from vLLM's and PyTorch's source that the budget'
 Which release uses which is said in ``releases``."""
 
 DEFAULT_DRIVER_RESERVE_BYTES = 494_000_000
-"""nvidia-smi total minus what torch sees (mem_get_info): H100 81,559 MiB = 79.65 GiB against
-79.18-79.22 GiB in real logs (llm-d table, vLLM PR #10511), i.e. about 0.46 GiB."""
-DRIVER_RESERVE_BYTES: dict[str, int] = {
-    "a100-80gb": 805_000_000,
-    "a100-40gb": 655_000_000,
-    "h200": 634_975_683,
-    "l40s": 728_298_946,
-    "rtx-4090": 0,
-    "mi300x": -314_000_000,
-    "mi355x": 0,
-}
-"""A100 80GB: two dennislee22 logs at utilisation 0.5 and 0.25 pin the total to 79.25 GiB
-(0.25 x total = 24.83 - 5.01 + 0 -> 79.24-79.32 GiB), 0.75 GiB under nvidia-smi's 80 GiB.
-A100 40GB: torch's "total capacity of 39.39 GiB" in the CUDA OOM of vLLM issue #2363, 0.61 GiB
-under nvidia-smi's 40,960 MiB. H200: torch's 139.81 GiB in the 2x H200 Qwen3-Next log of
-vLLM 0.10.2 ("Free memory on device (139.21/139.81 GiB) on startup"). L40S: torch's 44.31 GiB
-in vLLM issue #15196 ("total_gpu_memory (44.31GiB)", 0.68 GiB under nvidia-smi's 46,068 MiB;
-the Llama 3.2 1B log's "Requested memory: 0.90 (util), 39.88 GiB" gives the same). RTX 4090:
-torch sees all of nvidia-smi's 24,564 MiB (23.99 GiB in the WSL2 Qwen2.5-0.5B log of 0.27.1;
-the RunPod Qwen3-8B budget adds up with the same total). MI300X: ROCm's torch
-reports 191.98 GiB (the MI300X Llama 3.1 8B runs on vLLM 0.28), 0.29 GiB MORE than the
-catalogue's driver figure (196,288 MiB), hence the negative reserve. MI355X: the catalogue's
-figure is torch's own total (287.98 GiB in HIP's out-of-memory message; no rocm-smi capture
-found), so nothing is taken off it."""
+"""nvidia-smi total minus what torch sees (mem_get_info), for a GPU whose catalogue row has no
+measured ``torch_visible_bytes``: the H100's, 81,559 MiB = 79.65 GiB against 79.18-79.22 GiB in
+real logs (llm-d table, vLLM PR #10511), i.e. about 0.46 GiB. The measured totals, each with
+its log, are in service/catalogue/data/gpu_updates.json (migration 0017)."""
 SAMPLER_FACTOR_0_11 = 9.71
 SAMPLER_FACTOR_0_10 = 2.87
 SAMPLER_FACTOR_0_19 = 3.9

@@ -108,8 +108,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     mla_weights: MlaWeights = "current"
     """What MLA keeps beside the checkpoint's weights after loading (``for_release``)."""
     gpu_total_bytes: int | None = None
-    """What torch sees on the GPU (a log's total_gpu_memory); None: nvidia-smi minus the
-    driver reserve fitted for that GPU."""
+    """What torch sees on the GPU (a log's total_gpu_memory); None: the catalogue's
+    ``torch_visible_bytes`` (``defaults.torch_visible_bytes``)."""
 
 
 def for_release(config: EngineConfig, version: str | None) -> EngineConfig:

@@ -6,7 +6,7 @@ import msgspec
 from service.sizing.hardware import GpuSpec
 from service.sizing.models import ModelSpec
 from service.sizing.units import GiB
-from service.sizing.vllm.calibration import DEFAULT_DRIVER_RESERVE_BYTES, DRIVER_RESERVE_BYTES
+from service.sizing.vllm.calibration import DEFAULT_DRIVER_RESERVE_BYTES
 from service.sizing.vllm.config import EngineConfig
 from service.sizing.vllm.releases import release_rules
 
@@ -74,6 +74,9 @@ def engine_defaults(
 
 
 def torch_visible_bytes(gpu: GpuSpec) -> int:
-    """What torch.cuda.mem_get_info reports as total: nvidia-smi's total less a driver reserve."""
+    """What torch.cuda.mem_get_info reports as total: the catalogue's measured figure, else
+    nvidia-smi's total less the H100's driver reserve."""
+    if gpu.torch_visible_bytes:
+        return gpu.torch_visible_bytes
     smi = gpu.driver_visible_bytes or gpu.memory_bytes
-    return smi - DRIVER_RESERVE_BYTES.get(gpu.slug, DEFAULT_DRIVER_RESERVE_BYTES)
+    return smi - DEFAULT_DRIVER_RESERVE_BYTES

@@ -843,14 +843,20 @@ def test_a_max_model_len_beyond_the_models_own_does_not_start() -> None:
     assert at_limit.failure is None or "User-specified" not in at_limit.failure
 
 
-def test_torch_sees_the_mi355x_catalogue_figure_whole() -> None:
-    # The catalogue's MI355X figure is torch's own total (287.98 GiB in HIP's out-of-memory
-    # message: 287.98 x 2^30 = 309,216,170,475 B), so no driver reserve comes off it; a GPU
-    # without a measured reserve loses the default 494,000,000 B.
+def test_torch_sees_the_catalogues_measured_total_whatever_the_gpus_slug() -> None:
+    # The catalogue's MI355X total is torch's own (287.98 GiB in HIP's out-of-memory message:
+    # 287.98 x 2^30 = 309,216,170,475 B), so no driver reserve comes off it, under any slug;
+    # a row without a measured total loses the H100's 494,000,000 B from nvidia-smi's figure.
     from service.offline import local_catalogue
     from service.sizing.vllm.defaults import torch_visible_bytes
 
     mi355x = local_catalogue().gpu("mi355x")
     assert torch_visible_bytes(mi355x) == 309_216_170_475
-    unmeasured = msgspec.structs.replace(mi355x, slug="my-mi355x")
+    renamed = msgspec.structs.replace(mi355x, slug="my-mi355x")
+    assert torch_visible_bytes(renamed) == 309_216_170_475
+    unmeasured = msgspec.structs.replace(mi355x, torch_visible_bytes=0)
     assert torch_visible_bytes(unmeasured) == 309_216_170_475 - 494_000_000
+    # MI300X: ROCm's torch sees 191.98 GiB = 206,136,885,888 B, more than the driver's
+    # 196,288 MiB = 205,822,885,888 B; an H100 SXM 85,520,809,984 - 494,000,000 B.
+    assert torch_visible_bytes(local_catalogue().gpu("mi300x")) == 206_136_885_888
+    assert torch_visible_bytes(local_catalogue().gpu("h100-sxm")) == 85_026_809_984
