@@ -45,6 +45,7 @@ MODEL_SLUGS: dict[str, str] = {
     "deepseek-ai/DeepSeek-V3.1": "deepseek-v3",
     "openai/gpt-oss-120b": "gpt-oss-120b",
     "openai/gpt-oss-20b": "gpt-oss-20b",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
     "Qwen/Qwen3-8B": "qwen3-8b",
     "Qwen/Qwen3-8B-FP8": "qwen3-8b",
     "Qwen/Qwen3-14B": "qwen3-14b",

@@ -34,6 +34,7 @@ from service.sizing.serving.step import StepCosts
 from service.sizing.units import MiB
 from service.sizing.vllm.mxfp4 import quark_mxfp4_packed
 from service.sizing.vllm.predict import EnginePrediction
+from service.sizing.vllm.shapes import untied_embedding_params
 
 EXPERT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
 """Bytes per routed-expert parameter in each weight format: MXFP4 is 4 bits plus an 8-bit scale
@@ -252,10 +253,15 @@ def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> S
         "expert_parallel",
         f"{ep} does not divide the tensor-parallel size {t} and the {m.experts} experts",
     )
-    weights = p.per_gpu.weights_bytes
     per_param = EXPERT_BYTES_PER_PARAM.get(d.weight_format, 2.0)
     stage_share = 1 / d.pipeline_parallel
+    # The input embedding (16-bit in every format the vLLM method loads, vocab-parallel over
+    # TP) is gathered row by row, not streamed: a step reads none of it but its tokens' rows.
+    lookup = untied_embedding_params(m)
+    weights = p.per_gpu.weights_bytes - 2 * lookup / t * stage_share
     experts_bytes = min(routed_expert_params(m) * per_param / t * stage_share, 0.98 * weights)
+    # An MoE's active parameters leave the input embedding out already (the catalogue's rule).
+    active = m.resolved_active_params - (0 if m.is_moe else lookup)
     layer_types = m.resolved_layer_types
     attention_layers: float = sum(1 for k in layer_types if k in ("full", "mla"))
     attention_layers += SLIDING_CONTEXT_SHARE * sum(1 for k in layer_types if k == "sliding")
@@ -273,10 +279,10 @@ def step_costs(d: Deployment, p: EnginePrediction, engine: Engine = "vllm") -> S
         experts=m.experts if m.is_moe else 0,
         experts_per_token=m.experts_per_token if m.is_moe else 0,
         expert_parallel=ep,
-        flops_per_token=2 * m.resolved_active_params / t * stage_share,
+        flops_per_token=2 * active / t * stage_share,
         expert_flops_per_token=min(
             2 * m.experts_per_token * routed_expert_params(m) / m.experts if m.is_moe else 0.0,
-            2 * m.resolved_active_params,
+            2 * active,
         )
         / t
         * stage_share,

@@ -66,3 +66,14 @@ def ties_embeddings(model: ModelSpec) -> bool:
     attention, mlp = linear_shapes(model, 1)
     outside = model.total_params - model.layers * (sum(attention) + sum(mlp))
     return outside < 1.5 * embedding_params(model)
+
+
+def untied_embedding_params(model: ModelSpec) -> int:
+    """The input embedding's parameters when it is a table of its own beside the LM head (0 when
+    tied: the one table is the head): a step gathers only its tokens' rows of it, where the
+    head is multiplied whole. A dense model's tie is read off its parameter count
+    (``ties_embeddings``); an MoE's is taken as untied, as in DeepSeek-V3, Qwen3's MoE, GLM-4.5,
+    gpt-oss and Mixtral (their config.json: tie_word_embeddings false)."""
+    if not model.is_moe and ties_embeddings(model):
+        return 0
+    return embedding_params(model)

@@ -141,3 +141,26 @@ def test_tensorrt_llm_serves_mxfp4_experts_on_hopper_and_blackwell_only() -> Non
     assert failure("b200", "tensorrt-llm") is None
     assert failure("a100-80gb", "vllm") is None
     assert failure("a100-80gb", "sglang") is None
+
+
+def test_a_step_reads_an_untied_input_embedding_by_its_rows_and_a_tied_one_whole() -> None:
+    # Llama 3.1 8B keeps its 128,256 x 4,096 input embedding apart from the LM head: a step
+    # gathers its tokens' rows, so it reads the weights held less 525,336,576 x 2 B =
+    # 1,050,673,152 B (half of it on each GPU of a TP2 split, the table being vocab-parallel),
+    # and a token's GEMMs run 2 x (8,030,261,248 - 525,336,576) = 15,009,849,344 FLOPs.
+    # Gemma 2 27B ties the table to the head: multiplied whole every step, nothing comes off.
+    cat = local_catalogue()
+    h100 = cat.gpu("h100-sxm")
+    for slug, tp, lookup_bytes, flops in (
+        ("llama-3.1-8b", 1, 1_050_673_152, 15_009_849_344),
+        ("llama-3.1-8b", 2, 525_336_576, 15_009_849_344 / 2),
+        ("gemma-2-27b", 1, 0, 2 * 27_227_128_320),
+    ):
+        model = cat.model(slug)
+        prediction = predict_vllm(
+            model, h100, EngineConfig(tensor_parallel_size=tp, max_model_len=4096)
+        )
+        deployment = Deployment(model=model, gpu=h100, weight_format="bf16", tensor_parallel=tp)
+        costs, _, _ = replica_inputs(deployment, prediction, "vllm")
+        assert costs.dense_weight_bytes == prediction.per_gpu.weights_bytes - lookup_bytes, slug
+        assert costs.flops_per_token == flops, slug
