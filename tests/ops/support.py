@@ -1,4 +1,7 @@
-"""Helpers for the operations tests: metric values from /metrics, a planning request."""
+"""Helpers for the operations tests: metric values from /metrics, a planning request, a free
+loopback port for a server subprocess."""
+
+import socket
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -19,3 +22,10 @@ def metric(text: str, name: str, **labels: str) -> float:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return float(sample.value)
     return 0.0
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (for a server started afterwards)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -26,7 +26,7 @@ from service.db import create_engine, migrate, timeout_connect_args
 from service.observability import RateLimiter, RequestMiddleware
 from service.settings import DEFAULT_DATABASE_URL, Settings
 from tests.conftest import new_key
-from tests.ops.support import PLAN_70B, metric
+from tests.ops.support import PLAN_70B, free_port, metric
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -222,18 +222,12 @@ def test_serve_migrates_only_the_default_sqlite_file(monkeypatch: pytest.MonkeyP
     assert served[1]["port"] == 8123
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
     """A real `python -m service serve`: a request whose body is still arriving when SIGTERM
     comes is answered in full; new connections are refused; the process exits 0."""
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"
     migrate(database_url)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "SHUTDOWN_GRACE_S": "15"}
     server = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port)],

@@ -22,14 +22,9 @@ import service.workers
 from service.__main__ import main
 from service.db import migrate
 from service.workers import Supervisor, listening_sockets
+from tests.ops.support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_each_worker_gets_its_own_socket_on_the_one_port_with_nodelay(
@@ -50,7 +45,7 @@ def test_each_worker_gets_its_own_socket_on_the_one_port_with_nodelay(
     monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://planner@db.invalid:5432/planner")
     monkeypatch.setenv("WORKERS", "3")
     monkeypatch.setenv("SHUTDOWN_GRACE_S", "25")
-    port = _free_port()
+    port = free_port()
     assert main(["serve", "--host", "127.0.0.1", "--port", str(port)]) == 0
     ((config, sockets),) = started
     try:
@@ -243,7 +238,7 @@ def test_two_real_workers_both_serve_connections_opened_together(tmp_path: Path)
     # worker holds some of them (a shared socket: the first worker to wake accepts them all).
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"
     migrate(database_url)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "WORKERS": "2", "LOG_LEVEL": "INFO"}
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
