@@ -83,6 +83,14 @@ class Supervisor(Multiprocess):
             old.join()
             self.processes[index] = new
 
+    def handle_ttin(self) -> None:
+        # uvicorn's starts one more worker on every socket, which the slot loops below have no
+        # socket for; its SIGTTOU retires the last worker and leaves that socket unserved.
+        logger.info("Received SIGTTIN: one worker a socket, set by WORKERS; ignored.")
+
+    def handle_ttou(self) -> None:
+        logger.info("Received SIGTTOU: one worker a socket, set by WORKERS; ignored.")
+
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():
             return

@@ -192,6 +192,29 @@ def test_a_dead_worker_is_replaced_on_its_own_socket(
             sock.close()
 
 
+def test_sigttin_and_sigttou_keep_one_worker_a_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+    # uvicorn's handlers add a worker on every socket (one the slots have no socket for) and
+    # retire the last one (its socket's connections would wait unserved): both are ignored.
+    monkeypatch.setattr(service.workers, "Process", _FakeProcess)
+    monkeypatch.setattr(_FakeProcess, "made", [])
+    config = uvicorn.Config("x:app", host="127.0.0.1", port=0, workers=2, log_config=None)
+    sockets = listening_sockets(config, 2)
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    try:
+        supervisor = Supervisor(config, sockets)
+        supervisor.init_processes()
+        workers = list(supervisor.processes)
+        supervisor.handle_ttin()
+        assert supervisor.processes == workers
+        supervisor.handle_ttou()
+        assert supervisor.processes == workers and all(p.alive for p in _FakeProcess.made)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sock in sockets:
+            sock.close()
+
+
 def _established(port: int) -> set[str]:
     """The socket inodes of the established TCP connections on local ``port`` (the server's
     side), from Linux's /proc/net tables."""
